@@ -1,0 +1,200 @@
+-- depends: 0001_tables
+-- Internal helpers: argument checks, names, time, passwords and SCRAM verifiers.
+-- All are owned by the package owner and executable by nobody else.
+
+-- The no-default marker (R12): deliberately not a valid role name.
+CREATE FUNCTION datatable_roles.no_default() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN '*none*';
+
+-- Time as the package sees it: now() plus the injected offset of the tests.
+CREATE FUNCTION datatable_roles.clock_now() RETURNS timestamptz
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT now() + s.clock_offset FROM datatable_roles.settings AS s
+$$;
+
+-- Raise 22004 when a required argument is NULL.
+CREATE FUNCTION datatable_roles.require(p_value anyelement, p_argument text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF p_value IS NULL THEN
+        RAISE EXCEPTION 'argument % must not be NULL', p_argument
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+END;
+$$;
+
+-- Names of workspaces, users, groups, folders and data tables: 1 to 255
+-- ASCII letters, digits, '_', '-' and '.', not starting with '.' (22023).
+CREATE FUNCTION datatable_roles.check_name(p_kind text, p_value text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_value, p_kind);
+    IF p_value !~ '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+        RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(p_value)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use 1 to 255 ASCII letters, digits, ''_'', ''-'' or ''.'' (not first).';
+    END IF;
+END;
+$$;
+
+CREATE FUNCTION datatable_roles.check_email(p_email text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_email, 'email');
+    IF octet_length(p_email) > 320 OR p_email !~ '^[^[:space:]@]+@[^[:space:]@]+$' THEN
+        RAISE EXCEPTION 'invalid email %', quote_literal(left(p_email, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END;
+$$;
+
+-- Tenant keys (SPEC section 3): u/<user>, g/<group>, f/<folder> or '*'.
+-- Anything else is rejected when written, never ignored.
+CREATE FUNCTION datatable_roles.check_tenant_key(p_key text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF p_key IS NULL THEN
+        RAISE EXCEPTION 'a tenant key must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_key <> '*' AND p_key !~ '^[ugf]/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+        RAISE EXCEPTION 'invalid tenant key %', quote_literal(left(p_key, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A tenant key is u/<username>, g/<group>, f/<folder> or *.';
+    END IF;
+END;
+$$;
+
+-- The keys that name a member of a workspace: '*', u/<user>, g/<each group>,
+-- f/<each folder the member owns or may read or write, directly or through a group>.
+CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text)
+RETURNS text []
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    WITH grp AS (
+        SELECT gm.group_name
+        FROM datatable_roles.group_member AS gm
+        WHERE gm.workspace = p_workspace AND gm.username = p_username
+    )
+    SELECT array['*', 'u/' || p_username]
+        || coalesce((SELECT array_agg('g/' || grp.group_name) FROM grp), '{}')
+        || coalesce((
+            SELECT array_agg(DISTINCT 'f/' || fa.folder)
+            FROM datatable_roles.folder_access AS fa
+            WHERE fa.workspace = p_workspace
+                AND (
+                    fa.principal = 'u/' || p_username
+                    OR fa.principal IN (SELECT 'g/' || grp.group_name FROM grp)
+                )
+        ), '{}')
+$$;
+
+-- 64 hex digits from two random UUIDs: 244 bits from pg_strong_random.
+CREATE FUNCTION datatable_roles.new_password() RETURNS text
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
+$$;
+
+-- HMAC-SHA-256 (RFC 2104) over the core sha256(), so no extension is needed.
+CREATE FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea)
+RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE STRICT
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    k bytea := p_key;
+    inner_key bytea;
+    outer_key bytea;
+BEGIN
+    IF length(k) > 64 THEN
+        k := sha256(k);
+    END IF;
+    k := k || decode(repeat('00', 64 - length(k)), 'hex');
+    inner_key := k;
+    outer_key := k;
+    FOR i IN 0..63 LOOP
+        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
+        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
+    END LOOP;
+    RETURN sha256(outer_key || sha256(inner_key || p_message));
+END;
+$$;
+
+-- A SCRAM-SHA-256 verifier (RFC 5802/7677) for p_password, computed here so
+-- that the plaintext never appears in statement text. Generated passwords
+-- carry over 128 random bits, so a low iteration count loses nothing and
+-- makes every connection cheaper (settings.scram_iterations).
+CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    secret bytea := convert_to(p_password, 'UTF8');
+    salt bytea := decode(replace(gen_random_uuid()::text, '-', ''), 'hex');
+    u bytea;
+    salted bytea;
+BEGIN
+    u := datatable_roles.hmac_sha256(secret, salt || '\x00000001'::bytea);
+    salted := u;
+    FOR i IN 2..p_iterations LOOP
+        u := datatable_roles.hmac_sha256(secret, u);
+        FOR j IN 0..31 LOOP
+            salted := set_byte(salted, j, get_byte(salted, j) # get_byte(u, j));
+        END LOOP;
+    END LOOP;
+    RETURN format(
+        'SCRAM-SHA-256$%s:%s$%s:%s',
+        p_iterations,
+        encode(salt, 'base64'),
+        encode(sha256(datatable_roles.hmac_sha256(salted, convert_to('Client Key', 'UTF8'))), 'base64'),
+        encode(datatable_roles.hmac_sha256(salted, convert_to('Server Key', 'UTF8')), 'base64')
+    );
+END;
+$$;
+
+-- The verifier of a new password, at this instance's iteration count.
+CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT datatable_roles.scram_verifier(p_password, s.scram_iterations)
+    FROM datatable_roles.settings AS s
+$$;
+
+-- The set login of a set of catalog roles: deterministic over the instance id
+-- and the sorted catalog ids (so renames change nothing and two instances
+-- never meet), 7 + 40 = 47 bytes.
+CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint [])
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT 'wm_set_' || left(encode(sha256(convert_to(
+        s.instance_id::text || ':'
+        || (
+            SELECT string_agg(ids.i::text, ',' ORDER BY ids.i)
+            FROM (SELECT DISTINCT unnest(p_role_ids) AS i) AS ids
+        ),
+        'UTF8'
+    )), 'hex'), 40)
+    FROM datatable_roles.settings AS s
+$$;
