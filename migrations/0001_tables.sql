@@ -90,7 +90,7 @@ CREATE TABLE datatable_roles.datatable (
     admin_login text,
     admin_password text,
     default_role text,
-    admin_tenants text [] NOT NULL DEFAULT '{}',
+    admin_tenants text[] NOT NULL DEFAULT '{}',
     UNIQUE (workspace, name),
     CHECK (
         (governing_id IS null)
@@ -112,7 +112,7 @@ CREATE TABLE datatable_roles.datatable_role (
     datatable_id bigint NOT NULL
     REFERENCES datatable_roles.datatable ON DELETE CASCADE,
     role_id bigint NOT NULL REFERENCES datatable_roles.catalog_role ON DELETE CASCADE,
-    tenants text [] NOT NULL DEFAULT '{}',
+    tenants text[] NOT NULL DEFAULT '{}',
     PRIMARY KEY (datatable_id, role_id)
 );
 
@@ -122,7 +122,7 @@ CREATE INDEX datatable_role_role_idx ON datatable_roles.datatable_role (role_id)
 -- means: take the login back (new password, LOGIN) on next use.
 CREATE TABLE datatable_roles.datatable_role_set (
     login text PRIMARY KEY,
-    role_ids bigint [] NOT NULL,
+    role_ids bigint[] NOT NULL,
     password text NOT NULL,
     created_at timestamptz NOT NULL,
     last_used_at timestamptz NOT NULL
@@ -138,8 +138,8 @@ CREATE TABLE datatable_roles.job_perms (
     permissioned_as text NOT NULL,
     email text NOT NULL,
     is_admin boolean NOT NULL,
-    groups text [] NOT NULL,
-    folders text [] NOT NULL,
+    groups text[] NOT NULL,
+    folders text[] NOT NULL,
     end_user_email text,
     origin text NOT NULL,
     token_job_id uuid,

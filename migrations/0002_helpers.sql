@@ -83,7 +83,7 @@ $$;
 -- The keys that name a member of a workspace: '*', u/<user>, g/<each group>,
 -- f/<each folder the member owns or may read or write, directly or through a group>.
 CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text)
-RETURNS text []
+RETURNS text[]
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
@@ -183,7 +183,7 @@ $$;
 -- The set login of a set of catalog roles: deterministic over the instance id
 -- and the sorted catalog ids (so renames change nothing and two instances
 -- never meet), 7 + 40 = 47 bytes.
-CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint [])
+CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[])
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -197,4 +197,26 @@ AS $$
         'UTF8'
     )), 'hex'), 40)
     FROM datatable_roles.settings AS s
+$$;
+
+-- A fault point the crash tests arm in their own session:
+--   SET datatable_roles.fault = '<point>'; SET datatable_roles.fault_action = 'error' | 'wait'
+-- 'wait' blocks on an advisory lock the test holds, so that it can terminate
+-- this backend exactly here. Unarmed, it costs one setting lookup.
+CREATE FUNCTION datatable_roles.fault_point(p_point text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF current_setting('datatable_roles.fault', true) IS DISTINCT FROM p_point THEN
+        RETURN;
+    END IF;
+    IF current_setting('datatable_roles.fault_action', true) = 'wait' THEN
+        PERFORM pg_advisory_lock(hashtextextended('datatable_roles.fault', 0));
+        PERFORM pg_advisory_unlock(hashtextextended('datatable_roles.fault', 0));
+    ELSE
+        RAISE EXCEPTION 'fault injected at %', p_point USING ERRCODE = 'internal_error';
+    END IF;
+END;
 $$;

@@ -101,16 +101,28 @@ END;
 $$;
 
 -- Ends every session of a login (NOLOGIN and DROP ROLE disconnect nobody).
+-- A loop, not one query: the terminate call must only ever see the pids
+-- already chosen.
 CREATE FUNCTION datatable_roles.end_sessions_of(p_login text)
 RETURNS integer
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
-    SELECT count(*)::integer
-    FROM pg_stat_activity AS a
-    WHERE a.usesysid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
-        AND a.pid <> pg_backend_pid()
-        AND pg_terminate_backend(a.pid)
+DECLARE
+    login_oid oid := (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login);
+    session_pid integer;
+    n integer := 0;
+BEGIN
+    FOR session_pid IN
+        SELECT a.pid FROM pg_stat_activity AS a
+        WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
+    LOOP
+        IF pg_terminate_backend(session_pid) THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
 $$;
 
 -- Returns the new role's catalog id.
@@ -236,6 +248,7 @@ BEGIN
         WHERE s.role_ids @> array[target.id] AND s.password <> ''
         RETURNING s.login
     LOOP
+        PERFORM datatable_roles.fault_point('retire:after_row');
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired) THEN
             EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
         END IF;
@@ -243,34 +256,5 @@ BEGIN
         n := n + 1;
     END LOOP;
     RETURN n;
-END;
-$$;
-
--- Drops a catalog role: retires its set logins, removes it from every role
--- map (a default naming it becomes no default, R11), takes its CONNECT
--- grants away, ends its sessions and drops its login.
-CREATE FUNCTION public.drop_datatable_role(name text)
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
-BEGIN
-    PERFORM public.retire_role_set_logins_of(target.name);
-    UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
-    WHERE d.default_role = target.name;
-    DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
-    DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
-    PERFORM datatable_roles.end_sessions_of(target.name);
-    BEGIN
-        EXECUTE format('DROP ROLE %I', target.name);
-    EXCEPTION WHEN dependent_objects_still_exist THEN
-        RAISE EXCEPTION 'role % still owns objects or holds privileges: %',
-            quote_literal(target.name), SQLERRM
-            USING ERRCODE = 'dependent_objects_still_exist',
-                  HINT = 'Revoke its privileges and move what it owns in each data table database, then drop it again.';
-    END;
 END;
 $$;

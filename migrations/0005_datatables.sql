@@ -90,6 +90,19 @@ BEGIN
             quote_literal(register_datatable.dbname), quote_literal(register_datatable.admin_login)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- The admin login is handed to jobs (R2): it must not be, or reach, the
+    -- package owner, nor hold cluster-wide powers, nor own the metadata database.
+    IF EXISTS (
+        SELECT FROM pg_roles AS pr
+        WHERE pr.rolname = register_datatable.admin_login
+            AND (pr.rolsuper OR pr.rolcreaterole OR pr.rolcreatedb OR pr.rolreplication OR pr.rolbypassrls
+                OR pg_has_role(pr.oid, current_user, 'MEMBER'))
+    ) OR register_datatable.dbname = current_database() THEN
+        RAISE EXCEPTION 'login % may not be the admin login of a data table',
+            quote_literal(register_datatable.admin_login)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login that owns only the data table''s database, not the metadata database.';
+    END IF;
     IF NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE') THEN
         RAISE EXCEPTION 'the package owner % is not a member of admin login %',
             current_user, quote_literal(register_datatable.admin_login)
@@ -140,7 +153,7 @@ $$;
 -- without duplicates), or sets the tenants of the reserved key admin. Every
 -- key is checked; a u/ key must name a member of the workspace.
 CREATE FUNCTION public.set_datatable_role_tenants(
-    workspace text, datatable text, role text, tenants text []
+    workspace text, datatable text, role text, tenants text[]
 )
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER

@@ -39,6 +39,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'A job identity is u/<username>.';
     END IF;
     identity_name := substr(record_job_start.permissioned_as, 3);
+    PERFORM datatable_roles.check_name('user', identity_name);
     PERFORM datatable_roles.require_user(ws, identity_name);
     SELECT u.* INTO identity FROM datatable_roles.workspace_user AS u
     WHERE u.workspace = ws AND u.username = identity_name;

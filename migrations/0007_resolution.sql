@@ -34,10 +34,11 @@ DECLARE
     ident_keys text [];
     candidate record;
     default_id bigint;
+    default_enabled boolean;
     viewer_keys text [];
-    viewer_ids bigint [] := '{}';
-    ids bigint [] := '{}';
-    steps jsonb := '[]';
+    viewer_ids bigint [] := '{}'::bigint [];
+    ids bigint [] := '{}'::bigint [];
+    steps jsonb := '[]'::jsonb;
     result datatable_roles.decision;
 BEGIN
     SELECT p.* INTO job FROM datatable_roles.job_perms AS p WHERE p.job_id = p_job_id;
@@ -158,6 +159,7 @@ BEGIN
             WHERE r.name = dt.default_role;
             IF FOUND THEN
                 default_id := candidate.id;
+                default_enabled := candidate.enabled;
                 IF candidate.enabled AND (ident_admin OR candidate.tenants && ident_keys) THEN
                     ids := array[candidate.id];
                 END IF;
@@ -167,7 +169,7 @@ BEGIN
                     'default', dt.default_role, 'gives', CASE WHEN ids = '{}' THEN NULL ELSE dt.default_role END,
                     'why', CASE
                         WHEN default_id IS NULL THEN 'the default is not in the role map'
-                        WHEN NOT candidate.enabled THEN 'the default role is disabled'
+                        WHEN NOT default_enabled THEN 'the default role is disabled'
                         WHEN ident_admin THEN 'the job identity is a workspace admin'
                         WHEN ids <> '{}' THEN 'the identity is named by ' || array_to_string(
                             ARRAY(SELECT unnest(candidate.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
@@ -178,13 +180,15 @@ BEGIN
                 'gives', NULL, 'why', 'the data table has no default role');
         END IF;
 
-        -- ... plus the viewer's roles, unless no role but the default and
-        -- admin has tenants here (R10: then the viewer is not looked up).
+        -- ... plus the viewer's roles, unless no viewer could add anything
+        -- (R10): no enabled role but the default has tenants here, and the
+        -- default is already held (or names nobody). Then the viewer is not
+        -- looked up at all.
         IF EXISTS (
             SELECT FROM datatable_roles.datatable_role AS m
             JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
             WHERE m.datatable_id = dt.id AND r.enabled AND m.tenants <> '{}'
-                AND m.role_id IS DISTINCT FROM default_id
+                AND (m.role_id IS DISTINCT FROM default_id OR ids = '{}')
         ) THEN
             IF job.end_user_email IS NOT NULL THEN
                 SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
@@ -221,7 +225,7 @@ BEGIN
             END IF;
         ELSIF p_trace THEN
             steps := steps || jsonb_build_object('step', 'viewer', 'rule', 'R10',
-                'why', 'no role other than the default and admin has tenants here: the viewer is not looked up');
+                'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up');
         END IF;
 
         ids := ARRAY(SELECT DISTINCT i FROM unnest(ids || viewer_ids) AS i ORDER BY i);
@@ -231,13 +235,15 @@ BEGIN
             result.refused_message := format(
                 'data table %s: no role remains for this connection (%s; %s)', label,
                 CASE WHEN dt.default_role = datatable_roles.no_default() THEN 'there is no default role'
+                    WHEN NOT default_enabled
+                        THEN format('the default role %s is disabled', dt.default_role)
                     ELSE format('the job identity %s may not use the default role %s',
                         job.permissioned_as, dt.default_role) END,
                 CASE WHEN job.end_user_email IS NULL THEN 'no viewer was recorded'
                     WHEN viewer_keys IS NULL AND EXISTS (
                         SELECT FROM datatable_roles.workspace_user AS u
                         WHERE u.workspace = dt.workspace AND lower(u.email) = lower(job.end_user_email))
-                        THEN 'the viewer is not looked up here'
+                        THEN 'no role of the map names anyone'
                     WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
                     ELSE 'the viewer is a tenant of no role' END);
             result.refused_hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
@@ -262,7 +268,7 @@ END;
 $$;
 
 -- Re-establishes exactly the wanted memberships of a login taken back.
-CREATE FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text [])
+CREATE FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[])
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -297,7 +303,7 @@ $$;
 -- taken back with a new password, under a lock per login name, in the same
 -- transaction as its row. last_used_at moves at most once per touch_every.
 CREATE FUNCTION datatable_roles.ensure_set_login(
-    p_role_ids bigint [], OUT login text, OUT password text
+    p_role_ids bigint[], OUT login text, OUT password text
 )
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -316,12 +322,19 @@ BEGIN
             SELECT FROM pg_roles AS pr WHERE pr.rolname = ensure_set_login.login AND pr.rolcanlogin
         ) THEN
             IF now_ts - existing.last_used_at
-                >= (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
-                UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
-                WHERE s.login = ensure_set_login.login AND s.last_used_at = existing.last_used_at;
+                < (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
+                password := existing.password;
+                RETURN;
             END IF;
-            password := existing.password;
-            RETURN;
+            -- The daily touch. It locks the row, so it serialises with a
+            -- sweep taking this login away; if the sweep won, fall through
+            -- and take the login back.
+            UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
+            WHERE s.login = ensure_set_login.login AND s.password <> ''
+            RETURNING s.password INTO password;
+            IF password IS NOT NULL THEN
+                RETURN;
+            END IF;
         END IF;
         EXIT WHEN attempt = 2;
         -- Serialise makers of this login; the second look sees what a
@@ -337,6 +350,7 @@ BEGIN
             -- A login without a usable row: take it back.
             EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT PASSWORD %L',
                 login, datatable_roles.verifier_for(fresh_password));
+            PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             PERFORM datatable_roles.reset_memberships(login, names);
         ELSE
             EXECUTE format(
@@ -344,6 +358,7 @@ BEGIN
                 || ' PASSWORD %L IN ROLE %s ROLE %I',
                 login, datatable_roles.verifier_for(fresh_password),
                 (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n), current_user);
+            PERFORM datatable_roles.fault_point('create:after_create_role');
         END IF;
     EXCEPTION WHEN unique_violation OR duplicate_object THEN
         RAISE EXCEPTION 'set login % was created concurrently; retry', login
@@ -353,6 +368,7 @@ BEGIN
     VALUES (login, p_role_ids, fresh_password, now_ts, now_ts)
     ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
     SET role_ids = excluded.role_ids, password = excluded.password, last_used_at = excluded.last_used_at;
+    PERFORM datatable_roles.fault_point('create:after_row');
     password := fresh_password;
 END;
 $$;
@@ -364,7 +380,7 @@ $$;
 CREATE FUNCTION public.resolve_datatable_role(
     job_id uuid, datatable text, role text DEFAULT null, for_migration boolean DEFAULT false
 )
-RETURNS TABLE (dbname text, login text, password text, roles text [])
+RETURNS TABLE (dbname text, login text, password text, roles text[])
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$

@@ -12,7 +12,9 @@
 CREATE SCHEMA tap;
 
 -- A libpq connection string to this cluster over its Unix socket.
-CREATE FUNCTION tap.connstr(p_dbname text, p_user text DEFAULT 'postgres', p_password text DEFAULT null)
+CREATE FUNCTION tap.connstr(
+    p_dbname text, p_user text DEFAULT 'postgres', p_password text DEFAULT null
+)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
@@ -27,9 +29,9 @@ CREATE FUNCTION tap.worker_session() RETURNS text
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF NOT coalesce('tap_worker' = ANY(dblink_get_connections()), false) THEN
-        PERFORM dblink_connect('tap_worker', tap.connstr(current_database()));
-        PERFORM dblink_exec('tap_worker', 'SET ROLE dtr_worker');
+    IF NOT coalesce('tap_worker' = ANY(datatable_roles_dblink.dblink_get_connections()), false) THEN
+        PERFORM datatable_roles_dblink.dblink_connect('tap_worker', tap.connstr(current_database()));
+        PERFORM datatable_roles_dblink.dblink_exec('tap_worker', 'SET ROLE dtr_worker');
     END IF;
     RETURN 'tap_worker';
 END;
@@ -39,17 +41,17 @@ $$;
 CREATE FUNCTION tap.as_worker(p_sql text) RETURNS text
 LANGUAGE sql
 AS $$
-    SELECT dblink_exec(tap.worker_session(), p_sql)
+    SELECT datatable_roles_dblink.dblink_exec(tap.worker_session(), p_sql)
 $$;
 
 -- resolve_datatable_role, called by the worker role, committed.
 CREATE FUNCTION tap.resolve(
     p_job uuid, p_datatable text, p_role text DEFAULT null, p_for_migration boolean DEFAULT false
 )
-RETURNS TABLE (dbname text, login text, password text, roles text [])
+RETURNS TABLE (dbname text, login text, password text, roles text[])
 LANGUAGE sql
 AS $$
-    SELECT * FROM dblink(tap.worker_session(), format(
+    SELECT * FROM datatable_roles_dblink.dblink(tap.worker_session(), format(
         'SELECT dbname, login, password, roles FROM resolve_datatable_role(%L::uuid, %L, %L, %L)',
         p_job, p_datatable, p_role, p_for_migration))
         AS r (dbname text, login text, password text, roles text [])
@@ -65,7 +67,7 @@ $$;
 
 -- The roles a job's connection holds.
 CREATE FUNCTION tap.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text []
+RETURNS text[]
 LANGUAGE sql
 AS $$
     SELECT r.roles FROM tap.resolve(p_job, p_datatable, p_role) AS r
@@ -76,14 +78,15 @@ $$;
 -- the orders it sees, like '1,4').
 CREATE FUNCTION tap.seen(
     p_job uuid, p_datatable text, p_role text DEFAULT null,
-    p_query text DEFAULT $q$SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders$q$
+    p_query text DEFAULT
+    $q$SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders$q$
 )
 RETURNS text
 LANGUAGE sql
 AS $$
     SELECT v.value
     FROM tap.resolve(p_job, p_datatable, p_role) AS r,
-        dblink(tap.connstr(r.dbname, r.login, r.password), p_query) AS v (value text)
+        datatable_roles_dblink.dblink(tap.connstr(r.dbname, r.login, r.password), p_query) AS v (value text)
 $$;
 
 -- Opens a named session as the resolved login; returns the login.
@@ -95,7 +98,7 @@ DECLARE
     r record;
 BEGIN
     SELECT * INTO r FROM tap.resolve(p_job, p_datatable, p_role);
-    PERFORM dblink_connect(p_name, tap.connstr(r.dbname, r.login, r.password));
+    PERFORM datatable_roles_dblink.dblink_connect(p_name, tap.connstr(r.dbname, r.login, r.password));
     RETURN r.login;
 END;
 $$;
@@ -104,27 +107,27 @@ $$;
 CREATE FUNCTION tap.query(p_name text, p_query text) RETURNS text
 LANGUAGE sql
 AS $$
-    SELECT v.value FROM dblink(p_name, p_query) AS v (value text)
+    SELECT v.value FROM datatable_roles_dblink.dblink(p_name, p_query) AS v (value text)
 $$;
 
 -- A statement in a named session; returns its command status.
 CREATE FUNCTION tap.exec(p_name text, p_sql text) RETURNS text
 LANGUAGE sql
 AS $$
-    SELECT dblink_exec(p_name, p_sql)
+    SELECT datatable_roles_dblink.dblink_exec(p_name, p_sql)
 $$;
 
 CREATE FUNCTION tap.close(p_name text) RETURNS text
 LANGUAGE sql
 AS $$
-    SELECT dblink_disconnect(p_name)
+    SELECT datatable_roles_dblink.dblink_disconnect(p_name)
 $$;
 
 -- Runs statements as superuser in another database of the cluster, committed.
 CREATE FUNCTION tap.exec_in(p_dbname text, p_sql text) RETURNS text
 LANGUAGE sql
 AS $$
-    SELECT dblink_exec(tap.connstr(p_dbname), p_sql)
+    SELECT datatable_roles_dblink.dblink_exec(tap.connstr(p_dbname), p_sql)
 $$;
 
 -- A data table database: an admin login with a generated password (a SCRAM

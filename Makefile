@@ -1,0 +1,51 @@
+# datatable-roles: developer and CI entry points.
+#   make test    install what is missing, then lint + plpgsql_check + pg_prove + pytest
+#                against a throwaway cluster
+#   make lint    sqlfluff only (no cluster)
+#   make schema  regenerate sql/schema.sql from the migrations
+#   make clean   remove the virtualenv and caches
+
+VENV ?= .venv
+PYTHON ?= python3
+APT_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
+                postgresql-15-plpgsql-check
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+STAMP := $(VENV)/.deps-installed
+DEVCLUSTER := $(VENV)/bin/python -m datatable_roles.devcluster
+
+.PHONY: deps apt-deps test lint schema clean
+
+deps: apt-deps $(STAMP)
+
+# Installs only what dpkg does not report installed; `apt-get update` only if that fails.
+apt-deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y -q --no-install-recommends $$missing \
+	    || { $(SUDO) apt-get update -q && \
+	         $(SUDO) apt-get install -y -q --no-install-recommends $$missing; }; \
+	fi
+
+$(STAMP): requirements.txt python/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -e python/
+	touch $@
+
+test: deps
+	$(DEVCLUSTER) run -- bash tests/run_checks.sh
+
+lint: $(STAMP)
+	DTR_PYTHON=$(VENV)/bin/python bash tests/run_checks.sh lint
+
+schema: deps
+	$(DEVCLUSTER) schema --output sql/schema.sql
+
+clean:
+	rm -rf $(VENV) .pytest_cache tests/.pytest_cache .hypothesis python/*.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,286 @@
+-- depends: 0008_worker
+-- Set-login lifecycle (SPEC section 6): the link login that reaches each data
+-- table database, moving what a login owns
+-- to the admin login, the 30-day sweep, and dropping catalog roles.
+-- Needs dblink (sql/bootstrap.sql).
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension AS e WHERE e.extname = 'dblink') THEN
+        RAISE EXCEPTION 'dblink is not installed in this database'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Run sql/bootstrap.sql as a superuser first (README.md).';
+    END IF;
+END;
+$$;
+
+ALTER TABLE datatable_roles.settings
+ADD COLUMN link_host text NOT NULL DEFAULT '127.0.0.1';
+
+-- The link login: a login of this instance, member of the package owner, with
+-- a generated password kept here (only the owner reads this table). Sessions
+-- the package opens in data table databases log in as it; its password is
+-- only ever a PL/pgSQL variable, never statement text.
+CREATE TABLE datatable_roles.link_credential (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    login text NOT NULL,
+    password text NOT NULL
+);
+
+DO $$
+DECLARE
+    link text := 'dtr_link_' || left(replace(
+        (SELECT s.instance_id::text FROM datatable_roles.settings AS s), '-', ''), 20);
+    secret text := datatable_roles.new_password();
+BEGIN
+    EXECUTE format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER PASSWORD %L IN ROLE %I',
+        link, datatable_roles.verifier_for(secret), current_user);
+    INSERT INTO datatable_roles.link_credential (login, password) VALUES (link, secret);
+END;
+$$;
+
+-- Runs statements in another database of the cluster as the link login, in
+-- a session of their own (committed there, whatever happens here).
+CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    link datatable_roles.link_credential;
+    conninfo text;
+BEGIN
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c;
+    conninfo := format('host=%s port=%s dbname=%s user=%s password=%s',
+        quote_literal((SELECT s.link_host FROM datatable_roles.settings AS s)),
+        quote_literal(current_setting('port')), quote_literal(p_dbname),
+        quote_literal(link.login), quote_literal(link.password));
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link', conninfo);
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link', p_sql);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+        RAISE;
+    END;
+    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+END;
+$$;
+
+-- The databases where p_login owns or holds something, each with the admin
+-- login of its data table (NULL when it is not a data table database).
+CREATE FUNCTION datatable_roles.databases_holding(p_login text)
+RETURNS TABLE (datname text, admin_login text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT pd.datname::text, (
+        SELECT d.admin_login FROM datatable_roles.datatable AS d
+        WHERE d.dbname = pd.datname ORDER BY d.id LIMIT 1
+    )
+    FROM pg_database AS pd
+    WHERE pd.oid IN (
+        SELECT sd.dbid FROM pg_shdepend AS sd
+        WHERE sd.refclassid = 'pg_authid'::regclass
+            AND sd.refobjid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+            AND sd.dbid <> 0
+    )
+    ORDER BY pd.datname
+$$;
+
+-- Gives what p_login owns, in every database where it owns or holds anything
+-- (pg_shdepend tells which), to that database's data table admin login, then
+-- drops what is left (its privileges). Returns the databases it could not
+-- finish, each with the reason; empty when everything moved.
+CREATE FUNCTION datatable_roles.move_objects_of(p_login text)
+RETURNS text[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    db record;
+    statements text;
+    failed text [] := '{}'::text [];
+BEGIN
+    FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
+    LOOP
+        IF db.admin_login IS NULL THEN
+            failed := failed || format('%s: not a data table database', db.datname);
+            CONTINUE;
+        END IF;
+        statements := format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
+            p_login, db.admin_login);
+        BEGIN
+            IF db.datname = current_database() THEN
+                EXECUTE statements;
+            ELSE
+                PERFORM datatable_roles.exec_in_database(db.datname, statements);
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            failed := failed || format('%s: %s', db.datname, SQLERRM);
+        END;
+    END LOOP;
+    RETURN failed;
+END;
+$$;
+
+-- Sweep, step 1, in a transaction of its own: if the login is still unused
+-- since p_cutoff (or retired and holding a dropped role), its row loses the
+-- password and the login loses LOGIN, and its sessions end. False: skip it.
+CREATE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
+    UPDATE datatable_roles.datatable_role_set AS s SET password = ''
+    WHERE s.login = p_login AND (
+        s.last_used_at < p_cutoff
+        OR (s.password = '' AND NOT s.role_ids <@ ARRAY(SELECT r.id FROM datatable_roles.catalog_role AS r))
+    );
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
+        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+    END IF;
+    PERFORM datatable_roles.end_sessions_of(p_login);
+    RETURN true;
+END;
+$$;
+
+-- Sweep, step 3, in a transaction of its own: drops the login and its row,
+-- unless a resolve took it back meanwhile. Returns null when done (or
+-- skipped), else why it could not drop the login.
+CREATE FUNCTION datatable_roles.sweep_drop(p_login text)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
+    IF NOT EXISTS (
+        SELECT FROM datatable_roles.datatable_role_set AS s
+        WHERE s.login = p_login AND s.password = ''
+    ) THEN
+        RETURN null;
+    END IF;
+    BEGIN
+        PERFORM datatable_roles.end_sessions_of(p_login);
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
+            EXECUTE format('DROP ROLE %I', p_login);
+        END IF;
+        PERFORM datatable_roles.fault_point('sweep:after_drop_role');
+        DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN SQLERRM;
+    END;
+    RETURN null;
+END;
+$$;
+
+-- Drops this instance's set logins unused for unused_for (default: settings
+-- unused_after, 30 days), going by this instance's rows only. Per login:
+-- take away its password and LOGIN (commit), move what it owns in each data
+-- table database to the admin login, drop it and its row (commit). A login it
+-- cannot finish keeps its row with an empty password, so the next sweep finds
+-- it again. Call it as the package owner, outside a transaction block:
+--     CALL sweep_unused_role_set_logins(NULL);
+-- report: {"examined", "dropped", "skipped", "unfinished": [{"login", "reason"}]}.
+CREATE PROCEDURE public.sweep_unused_role_set_logins(
+    INOUT report jsonb DEFAULT null, unused_for interval DEFAULT null
+)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    cutoff timestamptz := datatable_roles.clock_now() - coalesce(
+        unused_for, (SELECT s.unused_after FROM datatable_roles.settings AS s));
+    victims text [];
+    victim text;
+    failed text [];
+    reason text;
+    dropped integer := 0;
+    skipped integer := 0;
+    unfinished jsonb := '[]'::jsonb;
+BEGIN
+    victims := ARRAY(
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.last_used_at < cutoff
+            OR (s.password = '' AND NOT s.role_ids <@ ARRAY(SELECT r.id FROM datatable_roles.catalog_role AS r))
+        ORDER BY s.login);
+    FOREACH victim IN ARRAY victims LOOP
+        IF NOT datatable_roles.sweep_take_away(victim, cutoff) THEN
+            skipped := skipped + 1;
+            COMMIT;
+            CONTINUE;
+        END IF;
+        COMMIT;
+        PERFORM datatable_roles.fault_point('sweep:after_take_away');
+        failed := datatable_roles.move_objects_of(victim);
+        PERFORM datatable_roles.fault_point('sweep:after_move');
+        IF failed = '{}' THEN
+            reason := datatable_roles.sweep_drop(victim);
+        ELSE
+            reason := array_to_string(failed, '; ');
+        END IF;
+        COMMIT;
+        IF reason IS NULL THEN
+            dropped := dropped + 1;
+        ELSE
+            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', reason);
+        END IF;
+    END LOOP;
+    report := jsonb_build_object('examined', cardinality(victims), 'dropped', dropped,
+        'skipped', skipped, 'unfinished', unfinished);
+END;
+$$;
+
+-- Drops a catalog role: retires its set logins, removes it from every role
+-- map (a default naming it becomes no default, R11), takes its CONNECT grants
+-- away, ends its sessions, gives what it owns in every data table database to
+-- that database's admin login (dropping its privileges there), and drops it.
+CREATE FUNCTION public.drop_datatable_role(name text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
+    failed text [];
+BEGIN
+    -- Refuse before moving anything when some database cannot be handled.
+    failed := ARRAY(SELECT format('%s: not a data table database', h.datname)
+        FROM datatable_roles.databases_holding(target.name) AS h WHERE h.admin_login IS NULL);
+    IF failed <> '{}' THEN
+        RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
+            array_to_string(failed, '; ')
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Revoke its privileges and move what it owns there, then drop it again.';
+    END IF;
+    -- Then, in sessions of their own: DROP OWNED there also revokes the
+    -- role's CONNECT grants, rows this transaction must not hold meanwhile.
+    failed := datatable_roles.move_objects_of(target.name);
+    IF failed <> '{}' THEN
+        RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
+            array_to_string(failed, '; ')
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'What could be moved now belongs to the data table''s admin login; fix the rest and drop it again.';
+    END IF;
+    PERFORM datatable_roles.fault_point('drop_role:after_move');
+    PERFORM public.retire_role_set_logins_of(target.name);
+    UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
+    WHERE d.default_role = target.name;
+    DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
+    PERFORM datatable_roles.sync_connect_grants(target.id);
+    DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
+    PERFORM datatable_roles.end_sessions_of(target.name);
+    BEGIN
+        EXECUTE format('DROP ROLE %I', target.name);
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RAISE EXCEPTION 'role % still owns objects or holds privileges: %',
+            quote_literal(target.name), SQLERRM
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Revoke its privileges and move what it owns in each data table database, then drop it again.';
+    END;
+END;
+$$;

@@ -1,0 +1,1988 @@
+CREATE SCHEMA datatable_roles;
+
+ALTER SCHEMA datatable_roles OWNER TO dtr_owner;
+
+CREATE SCHEMA public;
+
+ALTER SCHEMA public OWNER TO pg_database_owner;
+
+CREATE TYPE datatable_roles.decision AS (
+	datatable_id bigint,
+	dbname text,
+	admin_login text,
+	is_admin boolean,
+	role_ids bigint[],
+	role_names text[],
+	refused_case text,
+	refused_message text,
+	refused_hint text,
+	steps jsonb
+);
+
+ALTER TYPE datatable_roles.decision OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.check_email(p_email text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+BEGIN
+    PERFORM datatable_roles.require(p_email, 'email');
+    IF octet_length(p_email) > 320 OR p_email !~ '^[^[:space:]@]+@[^[:space:]@]+$' THEN
+        RAISE EXCEPTION 'invalid email %', quote_literal(left(p_email, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.check_email(p_email text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.check_name(p_kind text, p_value text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+BEGIN
+    PERFORM datatable_roles.require(p_value, p_kind);
+    IF p_value !~ '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+        RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(p_value)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use 1 to 255 ASCII letters, digits, ''_'', ''-'' or ''.'' (not first).';
+    END IF;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.check_name(p_kind text, p_value text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.check_tenant_key(p_key text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+BEGIN
+    IF p_key IS NULL THEN
+        RAISE EXCEPTION 'a tenant key must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_key <> '*' AND p_key !~ '^[ugf]/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+        RAISE EXCEPTION 'invalid tenant key %', quote_literal(left(p_key, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A tenant key is u/<username>, g/<group>, f/<folder> or *.';
+    END IF;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.check_tenant_key(p_key text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.clock_now() RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT now() + s.clock_offset FROM datatable_roles.settings AS s
+$$;
+
+ALTER FUNCTION datatable_roles.clock_now() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.databases_holding(p_login text) RETURNS TABLE(datname text, admin_login text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT pd.datname::text, (
+        SELECT d.admin_login FROM datatable_roles.datatable AS d
+        WHERE d.dbname = pd.datname ORDER BY d.id LIMIT 1
+    )
+    FROM pg_database AS pd
+    WHERE pd.oid IN (
+        SELECT sd.dbid FROM pg_shdepend AS sd
+        WHERE sd.refclassid = 'pg_authid'::regclass
+            AND sd.refobjid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+            AND sd.dbid <> 0
+    )
+    ORDER BY pd.datname
+$$;
+
+ALTER FUNCTION datatable_roles.databases_holding(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) RETURNS datatable_roles.decision
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    job datatable_roles.job_perms;
+    dt record;
+    label text;
+    found_user datatable_roles.workspace_user;
+    ident_admin boolean;
+    ident_keys text [];
+    candidate record;
+    default_id bigint;
+    default_enabled boolean;
+    viewer_keys text [];
+    viewer_ids bigint [] := '{}'::bigint [];
+    ids bigint [] := '{}'::bigint [];
+    steps jsonb := '[]'::jsonb;
+    result datatable_roles.decision;
+BEGIN
+    SELECT p.* INTO job FROM datatable_roles.job_perms AS p WHERE p.job_id = p_job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % was never recorded', p_job_id
+            USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start when the job starts.';
+    END IF;
+    SELECT g.id, g.workspace, g.name, g.dbname, g.admin_login, g.default_role, g.admin_tenants,
+        d.governing_id IS NOT NULL AS is_reference
+    INTO dt
+    FROM datatable_roles.datatable AS d
+    JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
+    WHERE d.workspace = job.workspace AND d.name = p_datatable;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'data table % does not exist in workspace %',
+            quote_literal(left(p_datatable, 80)), quote_literal(job.workspace)
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    label := format('%s/%s', job.workspace, p_datatable);
+    result.datatable_id := dt.id;
+    result.dbname := dt.dbname;
+    result.admin_login := dt.admin_login;
+    result.is_admin := false;
+
+    -- The job identity counts in the governing workspace: its own memberships
+    -- as captured at start, or, for a data table another workspace governs,
+    -- its current ones there, found by email (none when not a member).
+    IF dt.workspace = job.workspace THEN
+        ident_admin := job.is_admin;
+        ident_keys := array['*', job.permissioned_as]
+            || ARRAY(SELECT 'g/' || g FROM unnest(job.groups) AS g)
+            || ARRAY(SELECT 'f/' || f FROM unnest(job.folders) AS f);
+    ELSE
+        SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
+        WHERE u.workspace = dt.workspace AND lower(u.email) = lower(job.email);
+        ident_admin := coalesce(found_user.is_admin, false);
+        ident_keys := CASE WHEN FOUND
+            THEN datatable_roles.member_keys(dt.workspace, found_user.username) ELSE '{}' END;
+    END IF;
+    IF p_trace THEN
+        steps := steps || jsonb_build_object(
+            'step', 'identity', 'permissioned_as', job.permissioned_as,
+            'governing', format('%s/%s', dt.workspace, dt.name), 'reference', dt.is_reference,
+            'workspace_admin', ident_admin, 'keys', to_jsonb(ident_keys),
+            'memberships', CASE WHEN dt.workspace = job.workspace THEN 'captured at job start'
+                ELSE 'current, in the governing workspace' END);
+    END IF;
+
+    IF p_role IS NOT NULL THEN
+        -- R1 (and R8 when a migration names a role): exactly {R}.
+        IF p_role = 'admin' THEN
+            IF NOT (ident_admin OR dt.admin_tenants && ident_keys) THEN
+                result.refused_case := 'R1';
+                result.refused_message := format(
+                    'data table %s: role admin was named, and the job identity %s may not use it',
+                    label, job.permissioned_as);
+                result.refused_hint := 'Name a role the identity is a tenant of, or add the identity to the tenants of admin.';
+            END IF;
+            result.is_admin := result.refused_case IS NULL;
+        ELSE
+            SELECT r.id, r.name, r.enabled, m.tenants, m.role_id IS NOT NULL AS mapped
+            INTO candidate
+            FROM datatable_roles.catalog_role AS r
+            LEFT JOIN datatable_roles.datatable_role AS m
+                ON m.role_id = r.id AND m.datatable_id = dt.id
+            WHERE r.name = p_role;
+            result.refused_case := 'R1';
+            IF NOT FOUND OR NOT candidate.mapped THEN
+                result.refused_message := format(
+                    'data table %s: role %s was named, and it is not in the data table''s role map',
+                    label, quote_literal(left(p_role, 80)));
+                result.refused_hint := 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
+            ELSIF NOT candidate.enabled THEN
+                result.refused_message := format(
+                    'data table %s: role %s was named, and it is disabled', label, candidate.name);
+                result.refused_hint := 'Enable the role, or name another one.';
+            ELSIF NOT (ident_admin OR candidate.tenants && ident_keys) THEN
+                result.refused_message := format(
+                    'data table %s: role %s was named, and the job identity %s is not a tenant of it',
+                    label, candidate.name, job.permissioned_as);
+                result.refused_hint := 'Add the identity (or one of its groups or folders) to the role''s tenants, or name a role it may use.';
+            ELSE
+                result.refused_case := NULL;
+                ids := array[candidate.id];
+            END IF;
+        END IF;
+        IF p_trace THEN
+            steps := steps || jsonb_build_object('step', 'named role', 'rule', 'R1', 'role', p_role,
+                'usable', result.refused_case IS NULL);
+        END IF;
+    ELSIF p_for_migration THEN
+        -- R8: a migration naming no role runs as admin, when admin may serve.
+        IF dt.default_role = 'admin' OR ident_admin OR dt.admin_tenants && ident_keys THEN
+            result.is_admin := true;
+        ELSE
+            result.refused_case := 'R8';
+            result.refused_message := format(
+                'data table %s: a migration naming no role runs as admin, and the job identity %s may not use admin',
+                label, job.permissioned_as);
+            result.refused_hint := 'Name a role in the migration, or add the identity to the tenants of admin.';
+        END IF;
+        IF p_trace THEN
+            steps := steps || jsonb_build_object('step', 'migration', 'rule', 'R8', 'admin', result.is_admin);
+        END IF;
+    ELSIF dt.default_role = 'admin' THEN
+        -- R2: exactly as before viewer roles: no tenant check, no viewer lookup.
+        result.is_admin := true;
+        IF p_trace THEN
+            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R2', 'default', 'admin',
+                'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup');
+        END IF;
+    ELSE
+        -- R3: the default, when the identity may use it ...
+        IF dt.default_role <> datatable_roles.no_default() THEN
+            SELECT r.id, r.name, r.enabled, m.tenants INTO candidate
+            FROM datatable_roles.catalog_role AS r
+            JOIN datatable_roles.datatable_role AS m ON m.role_id = r.id AND m.datatable_id = dt.id
+            WHERE r.name = dt.default_role;
+            IF FOUND THEN
+                default_id := candidate.id;
+                default_enabled := candidate.enabled;
+                IF candidate.enabled AND (ident_admin OR candidate.tenants && ident_keys) THEN
+                    ids := array[candidate.id];
+                END IF;
+            END IF;
+            IF p_trace THEN
+                steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
+                    'default', dt.default_role, 'gives', CASE WHEN ids = '{}' THEN NULL ELSE dt.default_role END,
+                    'why', CASE
+                        WHEN default_id IS NULL THEN 'the default is not in the role map'
+                        WHEN NOT default_enabled THEN 'the default role is disabled'
+                        WHEN ident_admin THEN 'the job identity is a workspace admin'
+                        WHEN ids <> '{}' THEN 'the identity is named by ' || array_to_string(
+                            ARRAY(SELECT unnest(candidate.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
+                        ELSE 'the job identity is not a tenant of the default role' END);
+            END IF;
+        ELSIF p_trace THEN
+            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R4', 'default', NULL,
+                'gives', NULL, 'why', 'the data table has no default role');
+        END IF;
+
+        -- ... plus the viewer's roles, unless no viewer could add anything
+        -- (R10): no enabled role but the default has tenants here, and the
+        -- default is already held (or names nobody). Then the viewer is not
+        -- looked up at all.
+        IF EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+            WHERE m.datatable_id = dt.id AND r.enabled AND m.tenants <> '{}'
+                AND (m.role_id IS DISTINCT FROM default_id OR ids = '{}')
+        ) THEN
+            IF job.end_user_email IS NOT NULL THEN
+                SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
+                WHERE u.workspace = dt.workspace AND lower(u.email) = lower(job.end_user_email);
+                IF FOUND THEN
+                    viewer_keys := datatable_roles.member_keys(dt.workspace, found_user.username);
+                END IF;
+            END IF;
+            -- R9: no viewer, or a viewer outside the governing workspace, holds nothing.
+            IF viewer_keys IS NOT NULL THEN
+                viewer_ids := ARRAY(
+                    SELECT m.role_id
+                    FROM datatable_roles.datatable_role AS m
+                    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                    WHERE m.datatable_id = dt.id AND r.enabled AND m.tenants && viewer_keys
+                );
+            END IF;
+            IF p_trace THEN
+                steps := steps || jsonb_build_object('step', 'viewer', 'rule',
+                    CASE WHEN viewer_keys IS NULL THEN 'R9' ELSE 'R3/R4' END,
+                    'viewer', job.end_user_email,
+                    'member', viewer_keys IS NOT NULL,
+                    'why', CASE
+                        WHEN job.end_user_email IS NULL THEN 'no viewer was recorded for this job'
+                        WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
+                        ELSE 'tenant lists naming the viewer' END,
+                    'roles', coalesce((
+                        SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
+                            SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
+                            ORDER BY r.name)
+                        FROM datatable_roles.datatable_role AS m
+                        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                        WHERE m.datatable_id = dt.id AND m.role_id = ANY(viewer_ids)), '[]'));
+            END IF;
+        ELSIF p_trace THEN
+            steps := steps || jsonb_build_object('step', 'viewer', 'rule', 'R10',
+                'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up');
+        END IF;
+
+        ids := ARRAY(SELECT DISTINCT i FROM unnest(ids || viewer_ids) AS i ORDER BY i);
+        IF ids = '{}' THEN
+            -- R5: never an empty or read-nothing login.
+            result.refused_case := 'R5';
+            result.refused_message := format(
+                'data table %s: no role remains for this connection (%s; %s)', label,
+                CASE WHEN dt.default_role = datatable_roles.no_default() THEN 'there is no default role'
+                    WHEN NOT default_enabled
+                        THEN format('the default role %s is disabled', dt.default_role)
+                    ELSE format('the job identity %s may not use the default role %s',
+                        job.permissioned_as, dt.default_role) END,
+                CASE WHEN job.end_user_email IS NULL THEN 'no viewer was recorded'
+                    WHEN viewer_keys IS NULL AND EXISTS (
+                        SELECT FROM datatable_roles.workspace_user AS u
+                        WHERE u.workspace = dt.workspace AND lower(u.email) = lower(job.end_user_email))
+                        THEN 'no role of the map names anyone'
+                    WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
+                    ELSE 'the viewer is a tenant of no role' END);
+            result.refused_hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
+        END IF;
+    END IF;
+
+    IF result.refused_case IS NULL THEN
+        IF result.is_admin THEN
+            result.role_names := '{admin}';
+        ELSE
+            result.role_ids := ids;
+            result.role_names := ARRAY(
+                SELECT r.name FROM datatable_roles.catalog_role AS r
+                WHERE r.id = ANY(ids) ORDER BY r.name COLLATE "C");
+        END IF;
+    END IF;
+    IF p_trace THEN
+        result.steps := steps;
+    END IF;
+    RETURN result;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.end_sessions_of(p_login text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    login_oid oid := (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login);
+    session_pid integer;
+    n integer := 0;
+BEGIN
+    FOR session_pid IN
+        SELECT a.pid FROM pg_stat_activity AS a
+        WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
+    LOOP
+        IF pg_terminate_backend(session_pid) THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.end_sessions_of(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    existing datatable_roles.datatable_role_set;
+    now_ts timestamptz := datatable_roles.clock_now();
+    fresh_password text;
+    names text [];
+BEGIN
+    login := datatable_roles.set_login_name(p_role_ids);
+    FOR attempt IN 1..2 LOOP
+        SELECT s.* INTO existing FROM datatable_roles.datatable_role_set AS s
+        WHERE s.login = ensure_set_login.login;
+        IF FOUND AND existing.password <> '' AND EXISTS (
+            SELECT FROM pg_roles AS pr WHERE pr.rolname = ensure_set_login.login AND pr.rolcanlogin
+        ) THEN
+            IF now_ts - existing.last_used_at
+                < (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
+                password := existing.password;
+                RETURN;
+            END IF;
+            -- The daily touch. It locks the row, so it serialises with a
+            -- sweep taking this login away; if the sweep won, fall through
+            -- and take the login back.
+            UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
+            WHERE s.login = ensure_set_login.login AND s.password <> ''
+            RETURNING s.password INTO password;
+            IF password IS NOT NULL THEN
+                RETURN;
+            END IF;
+        END IF;
+        EXIT WHEN attempt = 2;
+        -- Serialise makers of this login; the second look sees what a
+        -- concurrent maker committed meanwhile.
+        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || login, 0));
+    END LOOP;
+
+    names := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
+        WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
+    fresh_password := datatable_roles.new_password();
+    BEGIN
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = login) THEN
+            -- A login without a usable row: take it back.
+            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT PASSWORD %L',
+                login, datatable_roles.verifier_for(fresh_password));
+            PERFORM datatable_roles.fault_point('rekey:after_alter_role');
+            PERFORM datatable_roles.reset_memberships(login, names);
+        ELSE
+            EXECUTE format(
+                'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
+                || ' PASSWORD %L IN ROLE %s ROLE %I',
+                login, datatable_roles.verifier_for(fresh_password),
+                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n), current_user);
+            PERFORM datatable_roles.fault_point('create:after_create_role');
+        END IF;
+    EXCEPTION WHEN unique_violation OR duplicate_object THEN
+        RAISE EXCEPTION 'set login % was created concurrently; retry', login
+            USING ERRCODE = 'serialization_failure';
+    END;
+    INSERT INTO datatable_roles.datatable_role_set AS s (login, role_ids, password, created_at, last_used_at)
+    VALUES (login, p_role_ids, fresh_password, now_ts, now_ts)
+    ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
+    SET role_ids = excluded.role_ids, password = excluded.password, last_used_at = excluded.last_used_at;
+    PERFORM datatable_roles.fault_point('create:after_row');
+    password := fresh_password;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    link datatable_roles.link_credential;
+    conninfo text;
+BEGIN
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c;
+    conninfo := format('host=%s port=%s dbname=%s user=%s password=%s',
+        quote_literal((SELECT s.link_host FROM datatable_roles.settings AS s)),
+        quote_literal(current_setting('port')), quote_literal(p_dbname),
+        quote_literal(link.login), quote_literal(link.password));
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link', conninfo);
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link', p_sql);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+        RAISE;
+    END;
+    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.fault_point(p_point text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF current_setting('datatable_roles.fault', true) IS DISTINCT FROM p_point THEN
+        RETURN;
+    END IF;
+    IF current_setting('datatable_roles.fault_action', true) = 'wait' THEN
+        PERFORM pg_advisory_lock(hashtextextended('datatable_roles.fault', 0));
+        PERFORM pg_advisory_unlock(hashtextextended('datatable_roles.fault', 0));
+    ELSE
+        RAISE EXCEPTION 'fault injected at %', p_point USING ERRCODE = 'internal_error';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.fault_point(p_point text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.grant_worker(p_worker text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_worker, 'worker');
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_worker) THEN
+        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_worker, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    EXECUTE format('GRANT EXECUTE ON FUNCTION public.record_job_start(uuid, text, text, text, text, uuid),'
+        || ' public.resolve_datatable_role(uuid, text, text, boolean),'
+        || ' public.explain_datatable_role(uuid, text, text),'
+        || ' public.cached_result_path(uuid, text, jsonb) TO %I', p_worker);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.grant_worker(p_worker text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) RETURNS bytea
+    LANGUAGE plpgsql IMMUTABLE STRICT
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    k bytea := p_key;
+    inner_key bytea;
+    outer_key bytea;
+BEGIN
+    IF length(k) > 64 THEN
+        k := sha256(k);
+    END IF;
+    k := k || decode(repeat('00', 64 - length(k)), 'hex');
+    inner_key := k;
+    outer_key := k;
+    FOR i IN 0..63 LOOP
+        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
+        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
+    END LOOP;
+    RETURN sha256(outer_key || sha256(inner_key || p_message));
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    WITH grp AS (
+        SELECT gm.group_name
+        FROM datatable_roles.group_member AS gm
+        WHERE gm.workspace = p_workspace AND gm.username = p_username
+    )
+    SELECT array['*', 'u/' || p_username]
+        || coalesce((SELECT array_agg('g/' || grp.group_name) FROM grp), '{}')
+        || coalesce((
+            SELECT array_agg(DISTINCT 'f/' || fa.folder)
+            FROM datatable_roles.folder_access AS fa
+            WHERE fa.workspace = p_workspace
+                AND (
+                    fa.principal = 'u/' || p_username
+                    OR fa.principal IN (SELECT 'g/' || grp.group_name FROM grp)
+                )
+        ), '{}')
+$$;
+
+ALTER FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    db record;
+    statements text;
+    failed text [] := '{}'::text [];
+BEGIN
+    FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
+    LOOP
+        IF db.admin_login IS NULL THEN
+            failed := failed || format('%s: not a data table database', db.datname);
+            CONTINUE;
+        END IF;
+        statements := format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
+            p_login, db.admin_login);
+        BEGIN
+            IF db.datname = current_database() THEN
+                EXECUTE statements;
+            ELSE
+                PERFORM datatable_roles.exec_in_database(db.datname, statements);
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            failed := failed || format('%s: %s', db.datname, SQLERRM);
+        END;
+    END LOOP;
+    RETURN failed;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.move_objects_of(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.new_password() RETURNS text
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
+$$;
+
+ALTER FUNCTION datatable_roles.new_password() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.no_default() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN '*none*'::text;
+
+ALTER FUNCTION datatable_roles.no_default() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require(p_value anyelement, p_argument text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_value IS NULL THEN
+        RAISE EXCEPTION 'argument % must not be NULL', p_argument
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require(p_value anyelement, p_argument text) OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.datatable (
+    id bigint NOT NULL,
+    workspace text NOT NULL,
+    name text NOT NULL,
+    governing_id bigint,
+    dbname text,
+    admin_login text,
+    admin_password text,
+    default_role text,
+    admin_tenants text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT datatable_check CHECK (((governing_id IS NULL) = ((dbname IS NOT NULL) AND (admin_login IS NOT NULL) AND (admin_password IS NOT NULL) AND (default_role IS NOT NULL))))
+);
+
+ALTER TABLE datatable_roles.datatable OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_datatable(p_workspace text, p_name text) RETURNS datatable_roles.datatable
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable;
+BEGIN
+    PERFORM datatable_roles.require_workspace(p_workspace);
+    PERFORM datatable_roles.require(p_name, 'datatable');
+    SELECT d.* INTO entry FROM datatable_roles.datatable AS d
+    WHERE d.workspace = p_workspace AND d.name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'data table % does not exist in workspace %',
+            quote_literal(left(p_name, 80)), quote_literal(p_workspace)
+            USING ERRCODE = 'no_data_found', HINT = 'Register it with register_datatable.';
+    END IF;
+    RETURN entry;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_datatable(p_workspace text, p_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_governing_datatable(p_workspace text, p_name text) RETURNS datatable_roles.datatable
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.require_datatable(p_workspace, p_name);
+    governing datatable_roles.datatable;
+BEGIN
+    IF entry.governing_id IS NOT NULL THEN
+        SELECT g.* INTO governing FROM datatable_roles.datatable AS g WHERE g.id = entry.governing_id;
+        RAISE EXCEPTION 'data table %/% is a reference to %/%', p_workspace, p_name,
+            governing.workspace, governing.name
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Edit the roles of the governing data table instead.';
+    END IF;
+    RETURN entry;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_governing_datatable(p_workspace text, p_name text) OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.catalog_role (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    password text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE datatable_roles.catalog_role OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_role(p_name text) RETURNS datatable_roles.catalog_role
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    found_role datatable_roles.catalog_role;
+BEGIN
+    PERFORM datatable_roles.require(p_name, 'role');
+    SELECT r.* INTO found_role FROM datatable_roles.catalog_role AS r WHERE r.name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'data table role % does not exist', quote_literal(left(p_name, 80))
+            USING ERRCODE = 'no_data_found', HINT = 'Create it with create_datatable_role.';
+    END IF;
+    RETURN found_role;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_role(p_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_user(p_workspace text, p_username text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.require_workspace(p_workspace);
+    PERFORM datatable_roles.require(p_username, 'username');
+    IF NOT EXISTS (
+        SELECT FROM datatable_roles.workspace_user AS u
+        WHERE u.workspace = p_workspace AND u.username = p_username
+    ) THEN
+        RAISE EXCEPTION 'user % is not a member of workspace %',
+            quote_literal(p_username), quote_literal(p_workspace)
+            USING ERRCODE = 'no_data_found', HINT = 'Add the user with add_workspace_user.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_user(p_workspace text, p_username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_workspace(p_workspace text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_workspace, 'workspace');
+    IF NOT EXISTS (SELECT FROM datatable_roles.workspace AS w WHERE w.name = p_workspace) THEN
+        RAISE EXCEPTION 'workspace % does not exist', quote_literal(p_workspace)
+            USING ERRCODE = 'no_data_found', HINT = 'Create it with add_workspace.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_workspace(p_workspace text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    held text;
+    wanted text;
+BEGIN
+    FOR held IN
+        SELECT g.rolname FROM pg_auth_members AS am
+        JOIN pg_roles AS g ON g.oid = am.roleid
+        JOIN pg_roles AS m ON m.oid = am.member
+        WHERE m.rolname = p_login AND NOT g.rolname = ANY(p_wanted)
+    LOOP
+        EXECUTE format('REVOKE %I FROM %I', held, p_login);
+    END LOOP;
+    FOREACH wanted IN ARRAY p_wanted LOOP
+        IF NOT EXISTS (
+            SELECT FROM pg_auth_members AS am
+            JOIN pg_roles AS g ON g.oid = am.roleid
+            JOIN pg_roles AS m ON m.oid = am.member
+            WHERE m.rolname = p_login AND g.rolname = wanted
+        ) THEN
+            EXECUTE format('GRANT %I TO %I', wanted, p_login);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) RETURNS text
+    LANGUAGE plpgsql STRICT
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    secret bytea := convert_to(p_password, 'UTF8');
+    salt bytea := decode(replace(gen_random_uuid()::text, '-', ''), 'hex');
+    u bytea;
+    salted bytea;
+BEGIN
+    u := datatable_roles.hmac_sha256(secret, salt || '\x00000001'::bytea);
+    salted := u;
+    FOR i IN 2..p_iterations LOOP
+        u := datatable_roles.hmac_sha256(secret, u);
+        FOR j IN 0..31 LOOP
+            salted := set_byte(salted, j, get_byte(salted, j) # get_byte(u, j));
+        END LOOP;
+    END LOOP;
+    RETURN format(
+        'SCRAM-SHA-256$%s:%s$%s:%s',
+        p_iterations,
+        encode(salt, 'base64'),
+        encode(sha256(datatable_roles.hmac_sha256(salted, convert_to('Client Key', 'UTF8'))), 'base64'),
+        encode(datatable_roles.hmac_sha256(salted, convert_to('Server Key', 'UTF8')), 'base64')
+    );
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT 'wm_set_' || left(encode(sha256(convert_to(
+        s.instance_id::text || ':'
+        || (
+            SELECT string_agg(ids.i::text, ',' ORDER BY ids.i)
+            FROM (SELECT DISTINCT unnest(p_role_ids) AS i) AS ids
+        ),
+        'UTF8'
+    )), 'hex'), 40)
+    FROM datatable_roles.settings AS s
+$$;
+
+ALTER FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_drop(p_login text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
+    IF NOT EXISTS (
+        SELECT FROM datatable_roles.datatable_role_set AS s
+        WHERE s.login = p_login AND s.password = ''
+    ) THEN
+        RETURN null;
+    END IF;
+    BEGIN
+        PERFORM datatable_roles.end_sessions_of(p_login);
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
+            EXECUTE format('DROP ROLE %I', p_login);
+        END IF;
+        PERFORM datatable_roles.fault_point('sweep:after_drop_role');
+        DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN SQLERRM;
+    END;
+    RETURN null;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_drop(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
+    UPDATE datatable_roles.datatable_role_set AS s SET password = ''
+    WHERE s.login = p_login AND (
+        s.last_used_at < p_cutoff
+        OR (s.password = '' AND NOT s.role_ids <@ ARRAY(SELECT r.id FROM datatable_roles.catalog_role AS r))
+    );
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
+        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+    END IF;
+    PERFORM datatable_roles.end_sessions_of(p_login);
+    RETURN true;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    role_name text;
+    role_oid oid;
+    db record;
+BEGIN
+    SELECT r.name INTO role_name FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id;
+    SELECT pr.oid INTO role_oid FROM pg_roles AS pr WHERE pr.rolname = role_name;
+    IF role_oid IS NULL THEN
+        RETURN;
+    END IF;
+    FOR db IN
+        SELECT
+            d.dbname,
+            bool_or(m.role_id IS NOT NULL AND r.enabled) AS wanted,
+            EXISTS (
+                SELECT FROM pg_database AS pd, aclexplode(pd.datacl) AS acl
+                WHERE pd.datname = d.dbname AND acl.grantee = role_oid
+                    AND acl.privilege_type = 'CONNECT'
+            ) AS held
+        FROM datatable_roles.datatable AS d
+        LEFT JOIN datatable_roles.datatable_role AS m
+            ON m.datatable_id = d.id AND m.role_id = p_role_id
+        LEFT JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+        WHERE d.dbname IS NOT NULL
+        GROUP BY d.dbname
+    LOOP
+        IF db.wanted AND NOT db.held THEN
+            EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', db.dbname, role_name);
+        ELSIF NOT db.wanted AND db.held THEN
+            EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM %I', db.dbname, role_name);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT datatable_roles.scram_verifier(p_password, s.scram_iterations)
+    FROM datatable_roles.settings AS s
+$$;
+
+ALTER FUNCTION datatable_roles.verifier_for(p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.add_group_member(workspace text, group_name text, username text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.require_user(add_group_member.workspace, add_group_member.username);
+    PERFORM datatable_roles.check_name('group', add_group_member.group_name);
+    INSERT INTO datatable_roles.group_member (workspace, group_name, username)
+    VALUES (add_group_member.workspace, add_group_member.group_name, add_group_member.username)
+    ON CONFLICT DO NOTHING;
+END;
+$$;
+
+ALTER FUNCTION public.add_group_member(workspace text, group_name text, username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.add_workspace(workspace text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.check_name('workspace', add_workspace.workspace);
+    INSERT INTO datatable_roles.workspace (name) VALUES (add_workspace.workspace)
+    ON CONFLICT DO NOTHING;
+END;
+$$;
+
+ALTER FUNCTION public.add_workspace(workspace text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.add_workspace_user(workspace text, username text, email text, is_admin boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    ws text := add_workspace_user.workspace;
+    uname text := add_workspace_user.username;
+BEGIN
+    PERFORM datatable_roles.require_workspace(ws);
+    PERFORM datatable_roles.check_name('user', uname);
+    PERFORM datatable_roles.check_email(add_workspace_user.email);
+    PERFORM datatable_roles.require(add_workspace_user.is_admin, 'is_admin');
+    IF EXISTS (
+        SELECT FROM datatable_roles.workspace_user AS u
+        WHERE u.workspace = ws AND lower(u.email) = lower(add_workspace_user.email)
+            AND u.username <> uname
+    ) THEN
+        RAISE EXCEPTION 'email % already belongs to another user of workspace %',
+            quote_literal(add_workspace_user.email), quote_literal(ws)
+            USING ERRCODE = 'unique_violation';
+    END IF;
+    INSERT INTO datatable_roles.workspace_user AS u (workspace, username, email, is_admin)
+    VALUES (ws, uname, add_workspace_user.email, add_workspace_user.is_admin)
+    ON CONFLICT ON CONSTRAINT workspace_user_pkey
+    DO UPDATE SET email = excluded.email, is_admin = excluded.is_admin;
+END;
+$$;
+
+ALTER FUNCTION public.add_workspace_user(workspace text, username text, email text, is_admin boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.cached_result_path(job_id uuid, runnable text, args jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    job datatable_roles.job_perms;
+BEGIN
+    PERFORM datatable_roles.require(cached_result_path.job_id, 'job_id');
+    PERFORM datatable_roles.require(cached_result_path.runnable, 'runnable');
+    SELECT p.* INTO job FROM datatable_roles.job_perms AS p WHERE p.job_id = cached_result_path.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % was never recorded', cached_result_path.job_id
+            USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start first.';
+    END IF;
+    RETURN format('%s/cache/%s', job.workspace, encode(sha256(convert_to(
+        jsonb_build_array(
+            job.workspace, cached_result_path.runnable,
+            coalesce(cached_result_path.args, 'null'::jsonb), lower(job.end_user_email)
+        )::text, 'UTF8'
+    )), 'hex'));
+END;
+$$;
+
+ALTER FUNCTION public.cached_result_path(job_id uuid, runnable text, args jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.create_datatable_role(name text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    role_name text := create_datatable_role.name;
+    new_password text := datatable_roles.new_password();
+    new_id bigint;
+BEGIN
+    PERFORM public.validate_role_name(role_name);
+    IF EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE lower(r.name) = lower(role_name)) THEN
+        RAISE EXCEPTION 'data table role % already exists', quote_literal(role_name)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = role_name) THEN
+        RAISE EXCEPTION 'a PostgreSQL role named % already exists in this cluster', quote_literal(role_name)
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Role names are cluster-wide; choose another name.';
+    END IF;
+    INSERT INTO datatable_roles.catalog_role (name, password)
+    VALUES (role_name, new_password)
+    RETURNING id INTO new_id;
+    -- The owner is made a member so that it may later move and drop what the
+    -- role owns (REASSIGN OWNED needs the privileges of both roles).
+    BEGIN
+        EXECUTE format(
+            'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L ROLE %I',
+            role_name, datatable_roles.verifier_for(new_password), current_user
+        );
+    EXCEPTION WHEN reserved_name THEN
+        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    RETURN new_id;
+END;
+$$;
+
+ALTER FUNCTION public.create_datatable_role(name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.drop_datatable_role(name text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
+    failed text [];
+BEGIN
+    -- Refuse before moving anything when some database cannot be handled.
+    failed := ARRAY(SELECT format('%s: not a data table database', h.datname)
+        FROM datatable_roles.databases_holding(target.name) AS h WHERE h.admin_login IS NULL);
+    IF failed <> '{}' THEN
+        RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
+            array_to_string(failed, '; ')
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Revoke its privileges and move what it owns there, then drop it again.';
+    END IF;
+    -- Then, in sessions of their own: DROP OWNED there also revokes the
+    -- role's CONNECT grants, rows this transaction must not hold meanwhile.
+    failed := datatable_roles.move_objects_of(target.name);
+    IF failed <> '{}' THEN
+        RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
+            array_to_string(failed, '; ')
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'What could be moved now belongs to the data table''s admin login; fix the rest and drop it again.';
+    END IF;
+    PERFORM datatable_roles.fault_point('drop_role:after_move');
+    PERFORM public.retire_role_set_logins_of(target.name);
+    UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
+    WHERE d.default_role = target.name;
+    DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
+    PERFORM datatable_roles.sync_connect_grants(target.id);
+    DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
+    PERFORM datatable_roles.end_sessions_of(target.name);
+    BEGIN
+        EXECUTE format('DROP ROLE %I', target.name);
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RAISE EXCEPTION 'role % still owns objects or holds privileges: %',
+            quote_literal(target.name), SQLERRM
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Revoke its privileges and move what it owns in each data table database, then drop it again.';
+    END;
+END;
+$$;
+
+ALTER FUNCTION public.drop_datatable_role(name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    d datatable_roles.decision;
+    login_name text;
+BEGIN
+    PERFORM datatable_roles.require(explain_datatable_role.job_id, 'job_id');
+    PERFORM datatable_roles.require(explain_datatable_role.datatable, 'datatable');
+    d := datatable_roles.decide(explain_datatable_role.job_id, explain_datatable_role.datatable,
+        explain_datatable_role.role, false, true);
+    IF d.refused_case IS NOT NULL THEN
+        RETURN jsonb_build_object(
+            'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
+            'role', explain_datatable_role.role, 'steps', d.steps,
+            'refused', jsonb_build_object('rule', d.refused_case, 'message', d.refused_message,
+                'hint', d.refused_hint));
+    END IF;
+    login_name := CASE
+        WHEN d.is_admin THEN d.admin_login
+        WHEN cardinality(d.role_ids) = 1 THEN d.role_names[1]
+        ELSE datatable_roles.set_login_name(d.role_ids) END;
+    RETURN jsonb_build_object(
+        'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
+        'role', explain_datatable_role.role, 'steps', d.steps,
+        'dbname', d.dbname, 'roles', to_jsonb(d.role_names), 'login', login_name,
+        'login_kind', CASE WHEN d.is_admin THEN 'admin'
+            WHEN cardinality(d.role_ids) = 1 THEN 'role' ELSE 'set' END,
+        'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = login_name));
+END;
+$$;
+
+ALTER FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.record_job_start(job_id uuid, workspace text, permissioned_as text, origin text, caller_email text DEFAULT NULL::text, token_job_id uuid DEFAULT NULL::uuid) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    ws text := record_job_start.workspace;
+    identity_name text;
+    identity datatable_roles.workspace_user;
+    identity_keys text [];
+    viewer text;
+    parent datatable_roles.job_perms;
+BEGIN
+    PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
+    PERFORM datatable_roles.require_workspace(ws);
+    PERFORM datatable_roles.require(record_job_start.permissioned_as, 'permissioned_as');
+    PERFORM datatable_roles.require(record_job_start.origin, 'origin');
+    IF record_job_start.permissioned_as !~ '^u/' THEN
+        RAISE EXCEPTION 'invalid permissioned_as %', quote_literal(left(record_job_start.permissioned_as, 80))
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'A job identity is u/<username>.';
+    END IF;
+    identity_name := substr(record_job_start.permissioned_as, 3);
+    PERFORM datatable_roles.check_name('user', identity_name);
+    PERFORM datatable_roles.require_user(ws, identity_name);
+    SELECT u.* INTO identity FROM datatable_roles.workspace_user AS u
+    WHERE u.workspace = ws AND u.username = identity_name;
+
+    IF record_job_start.origin NOT IN ('app', 'run', 'preview', 'job_token', 'schedule', 'trigger', 'agent_tool') THEN
+        RAISE EXCEPTION 'invalid origin %', quote_literal(left(record_job_start.origin, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use app, run, preview, job_token, schedule, trigger or agent_tool.';
+    END IF;
+    IF record_job_start.token_job_id IS NOT NULL AND record_job_start.origin <> 'job_token' THEN
+        RAISE EXCEPTION 'token_job_id is only for origin job_token'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF record_job_start.caller_email IS NOT NULL
+        AND record_job_start.origin NOT IN ('app', 'run', 'preview') THEN
+        RAISE EXCEPTION 'a % job has no caller: caller_email must be NULL', record_job_start.origin
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    CASE record_job_start.origin
+        WHEN 'app' THEN
+            IF record_job_start.caller_email IS NOT NULL THEN
+                PERFORM datatable_roles.check_email(record_job_start.caller_email);
+            END IF;
+            viewer := record_job_start.caller_email;
+        WHEN 'run', 'preview' THEN
+            PERFORM datatable_roles.check_email(record_job_start.caller_email);
+            viewer := record_job_start.caller_email;
+        WHEN 'job_token' THEN
+            PERFORM datatable_roles.require(record_job_start.token_job_id, 'token_job_id');
+            SELECT p.* INTO parent FROM datatable_roles.job_perms AS p
+            WHERE p.job_id = record_job_start.token_job_id;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'job % behind the token was never recorded', record_job_start.token_job_id
+                    USING ERRCODE = 'no_data_found';
+            END IF;
+            IF parent.workspace <> ws THEN
+                RAISE EXCEPTION 'job % behind the token belongs to another workspace', record_job_start.token_job_id
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            viewer := parent.end_user_email;
+        ELSE
+            viewer := NULL;
+    END CASE;
+
+    IF EXISTS (SELECT FROM datatable_roles.job_perms AS p WHERE p.job_id = record_job_start.job_id) THEN
+        RAISE EXCEPTION 'job % is already recorded; its viewer cannot change', record_job_start.job_id
+            USING ERRCODE = 'unique_violation';
+    END IF;
+
+    identity_keys := datatable_roles.member_keys(ws, identity_name);
+    INSERT INTO datatable_roles.job_perms (
+        job_id, workspace, permissioned_as, email, is_admin, groups, folders,
+        end_user_email, origin, token_job_id
+    ) VALUES (
+        record_job_start.job_id, ws, record_job_start.permissioned_as, identity.email, identity.is_admin,
+        ARRAY(SELECT substr(k, 3) FROM unnest(identity_keys) AS k WHERE k LIKE 'g/%' ORDER BY 1),
+        ARRAY(SELECT substr(k, 3) FROM unnest(identity_keys) AS k WHERE k LIKE 'f/%' ORDER BY 1),
+        viewer, record_job_start.origin, record_job_start.token_job_id
+    );
+    RETURN viewer;
+END;
+$$;
+
+ALTER FUNCTION public.record_job_start(job_id uuid, workspace text, permissioned_as text, origin text, caller_email text, token_job_id uuid) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.reference_datatable(workspace text, name text, governing_workspace text, governing_name text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    target datatable_roles.datatable :=
+        datatable_roles.require_datatable(governing_workspace, governing_name);
+    new_id bigint;
+BEGIN
+    PERFORM datatable_roles.require_workspace(reference_datatable.workspace);
+    PERFORM datatable_roles.check_name('datatable', reference_datatable.name);
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable AS d
+        WHERE d.workspace = reference_datatable.workspace AND d.name = reference_datatable.name
+    ) THEN
+        RAISE EXCEPTION 'data table % already exists in workspace %',
+            quote_literal(reference_datatable.name), quote_literal(reference_datatable.workspace)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO datatable_roles.datatable (workspace, name, governing_id)
+    VALUES (reference_datatable.workspace, reference_datatable.name, coalesce(target.governing_id, target.id))
+    RETURNING id INTO new_id;
+    RETURN new_id;
+END;
+$$;
+
+ALTER FUNCTION public.reference_datatable(workspace text, name text, governing_workspace text, governing_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    ws text := register_datatable.workspace;
+    db_owner oid;
+    new_id bigint;
+BEGIN
+    PERFORM datatable_roles.require_workspace(ws);
+    PERFORM datatable_roles.check_name('datatable', register_datatable.name);
+    PERFORM datatable_roles.require(register_datatable.dbname, 'dbname');
+    PERFORM datatable_roles.require(register_datatable.admin_login, 'admin_login');
+    PERFORM datatable_roles.require(register_datatable.admin_password, 'admin_password');
+    IF register_datatable.admin_password = '' THEN
+        RAISE EXCEPTION 'admin_password must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable AS d
+        WHERE d.workspace = ws AND d.name = register_datatable.name
+    ) THEN
+        RAISE EXCEPTION 'data table % already exists in workspace %',
+            quote_literal(register_datatable.name), quote_literal(ws)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    SELECT pd.datdba INTO db_owner FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'database % does not exist', quote_literal(left(register_datatable.dbname, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
+        RAISE EXCEPTION 'admin login % does not exist', quote_literal(left(register_datatable.admin_login, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    IF db_owner <> (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
+        RAISE EXCEPTION 'database % is not owned by admin login %',
+            quote_literal(register_datatable.dbname), quote_literal(register_datatable.admin_login)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The admin login is handed to jobs (R2): it must not be, or reach, the
+    -- package owner, nor hold cluster-wide powers, nor own the metadata database.
+    IF EXISTS (
+        SELECT FROM pg_roles AS pr
+        WHERE pr.rolname = register_datatable.admin_login
+            AND (pr.rolsuper OR pr.rolcreaterole OR pr.rolcreatedb OR pr.rolreplication OR pr.rolbypassrls
+                OR pg_has_role(pr.oid, current_user, 'MEMBER'))
+    ) OR register_datatable.dbname = current_database() THEN
+        RAISE EXCEPTION 'login % may not be the admin login of a data table',
+            quote_literal(register_datatable.admin_login)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login that owns only the data table''s database, not the metadata database.';
+    END IF;
+    IF NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE') THEN
+        RAISE EXCEPTION 'the package owner % is not a member of admin login %',
+            current_user, quote_literal(register_datatable.admin_login)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('As a superuser: GRANT %I TO %I;', register_datatable.admin_login, current_user);
+    END IF;
+    INSERT INTO datatable_roles.datatable (workspace, name, dbname, admin_login, admin_password, default_role)
+    VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,
+        register_datatable.admin_password, 'admin')
+    RETURNING id INTO new_id;
+    EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
+    RETURN new_id;
+END;
+$$;
+
+ALTER FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.remove_datatable_role(workspace text, datatable text, role text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable :=
+        datatable_roles.require_governing_datatable(workspace, datatable);
+    target datatable_roles.catalog_role;
+BEGIN
+    PERFORM datatable_roles.require(remove_datatable_role.role, 'role');
+    IF remove_datatable_role.role = 'admin' THEN
+        RAISE EXCEPTION 'admin is always in the role map of a data table'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Set its tenants to ''{}'' with set_datatable_role_tenants instead.';
+    END IF;
+    target := datatable_roles.require_role(remove_datatable_role.role);
+    DELETE FROM datatable_roles.datatable_role AS m
+    WHERE m.datatable_id = entry.id AND m.role_id = target.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'role % is not in the role map of data table %/%',
+            quote_literal(target.name), entry.workspace, entry.name
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
+    WHERE d.id = entry.id AND d.default_role = target.name;
+    PERFORM datatable_roles.sync_connect_grants(target.id);
+END;
+$$;
+
+ALTER FUNCTION public.remove_datatable_role(workspace text, datatable text, role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.remove_group_member(workspace text, group_name text, username text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.require_user(remove_group_member.workspace, remove_group_member.username);
+    PERFORM datatable_roles.check_name('group', remove_group_member.group_name);
+    DELETE FROM datatable_roles.group_member AS gm
+    WHERE gm.workspace = remove_group_member.workspace
+        AND gm.group_name = remove_group_member.group_name
+        AND gm.username = remove_group_member.username;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'user % is not in group %',
+            quote_literal(remove_group_member.username), quote_literal(remove_group_member.group_name)
+            USING ERRCODE = 'no_data_found';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION public.remove_group_member(workspace text, group_name text, username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.remove_workspace_user(workspace text, username text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    ws text := remove_workspace_user.workspace;
+    tenant_key text := 'u/' || remove_workspace_user.username;
+BEGIN
+    PERFORM datatable_roles.require_user(ws, remove_workspace_user.username);
+    DELETE FROM datatable_roles.workspace_user AS u
+    WHERE u.workspace = ws AND u.username = remove_workspace_user.username;
+    DELETE FROM datatable_roles.folder_access AS fa
+    WHERE fa.workspace = ws AND fa.principal = tenant_key;
+    UPDATE datatable_roles.datatable_role AS m
+    SET tenants = array_remove(m.tenants, tenant_key)
+    FROM datatable_roles.datatable AS d
+    WHERE d.id = m.datatable_id AND d.workspace = ws AND tenant_key = ANY(m.tenants);
+    UPDATE datatable_roles.datatable AS d
+    SET admin_tenants = array_remove(d.admin_tenants, tenant_key)
+    WHERE d.workspace = ws AND tenant_key = ANY(d.admin_tenants);
+END;
+$$;
+
+ALTER FUNCTION public.remove_workspace_user(workspace text, username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.rename_datatable_role(name text, new_name text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    old_role datatable_roles.catalog_role := datatable_roles.require_role(rename_datatable_role.name);
+BEGIN
+    PERFORM public.validate_role_name(new_name);
+    IF new_name = old_role.name THEN
+        RETURN;
+    END IF;
+    IF EXISTS (
+        SELECT FROM datatable_roles.catalog_role AS r
+        WHERE lower(r.name) = lower(new_name) AND r.id <> old_role.id
+    ) OR EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = new_name) THEN
+        RAISE EXCEPTION 'a role named % already exists', quote_literal(new_name)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    UPDATE datatable_roles.catalog_role AS r SET name = new_name WHERE r.id = old_role.id;
+    UPDATE datatable_roles.datatable AS d SET default_role = new_name
+    WHERE d.default_role = old_role.name;
+    BEGIN
+        EXECUTE format('ALTER ROLE %I RENAME TO %I', old_role.name, new_name);
+    EXCEPTION WHEN reserved_name THEN
+        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(new_name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+END;
+$$;
+
+ALTER FUNCTION public.rename_datatable_role(name text, new_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false) RETURNS TABLE(dbname text, login text, password text, roles text[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    d datatable_roles.decision;
+BEGIN
+    PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
+    PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
+    PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
+    d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
+        resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
+    IF d.refused_case IS NOT NULL THEN
+        RAISE EXCEPTION '%', d.refused_message
+            USING ERRCODE = 'insufficient_privilege', HINT = d.refused_hint,
+                  DETAIL = format('refused by rule %s', d.refused_case);
+    END IF;
+    dbname := d.dbname;
+    roles := d.role_names;
+    IF d.is_admin THEN
+        SELECT g.admin_login, g.admin_password INTO login, password
+        FROM datatable_roles.datatable AS g WHERE g.id = d.datatable_id;
+    ELSIF cardinality(d.role_ids) = 1 THEN
+        SELECT r.name, r.password INTO login, password
+        FROM datatable_roles.catalog_role AS r WHERE r.id = d.role_ids[1];
+    ELSE
+        SELECT s.login, s.password INTO login, password FROM datatable_roles.ensure_set_login(d.role_ids) AS s;
+    END IF;
+    RETURN NEXT;
+END;
+$$;
+
+ALTER FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.retire_role_set_logins_of(role text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(retire_role_set_logins_of.role);
+    retired text;
+    n integer := 0;
+BEGIN
+    FOR retired IN
+        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
+        WHERE s.role_ids @> array[target.id] AND s.password <> ''
+        RETURNING s.login
+    LOOP
+        PERFORM datatable_roles.fault_point('retire:after_row');
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired) THEN
+            EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
+        END IF;
+        PERFORM datatable_roles.end_sessions_of(retired);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+ALTER FUNCTION public.retire_role_set_logins_of(role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.set_datatable_default_role(workspace text, datatable text, role text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable :=
+        datatable_roles.require_governing_datatable(workspace, datatable);
+    target datatable_roles.catalog_role;
+    new_default text;
+BEGIN
+    IF set_datatable_default_role.role IS NULL THEN
+        new_default := datatable_roles.no_default();
+    ELSIF set_datatable_default_role.role = 'admin' THEN
+        new_default := 'admin';
+        RAISE WARNING 'the default role of data table %/% is now admin', entry.workspace, entry.name
+            USING DETAIL = 'admin owns the tables and bypasses row-level security; connections naming no role see every row.';
+    ELSE
+        target := datatable_roles.require_role(set_datatable_default_role.role);
+        IF NOT EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            WHERE m.datatable_id = entry.id AND m.role_id = target.id
+        ) THEN
+            RAISE EXCEPTION 'role % is not in the role map of data table %/%',
+                quote_literal(target.name), entry.workspace, entry.name
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Add it with set_datatable_role_tenants first.';
+        END IF;
+        new_default := target.name;
+    END IF;
+    UPDATE datatable_roles.datatable AS d SET default_role = new_default WHERE d.id = entry.id;
+END;
+$$;
+
+ALTER FUNCTION public.set_datatable_default_role(workspace text, datatable text, role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.set_datatable_role_enabled(name text, enabled boolean) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(set_datatable_role_enabled.name);
+    new_password text := datatable_roles.new_password();
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_role_enabled.enabled, 'enabled');
+    IF set_datatable_role_enabled.enabled = target.enabled THEN
+        RETURN;
+    END IF;
+    IF set_datatable_role_enabled.enabled THEN
+        UPDATE datatable_roles.catalog_role AS r SET enabled = true, password = new_password
+        WHERE r.id = target.id;
+        EXECUTE format('ALTER ROLE %I WITH LOGIN PASSWORD %L',
+            target.name, datatable_roles.verifier_for(new_password));
+    ELSE
+        UPDATE datatable_roles.catalog_role AS r SET enabled = false WHERE r.id = target.id;
+        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', target.name);
+        PERFORM public.retire_role_set_logins_of(target.name);
+        PERFORM datatable_roles.end_sessions_of(target.name);
+    END IF;
+    PERFORM datatable_roles.sync_connect_grants(target.id);
+END;
+$$;
+
+ALTER FUNCTION public.set_datatable_role_enabled(name text, enabled boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.set_datatable_role_tenants(workspace text, datatable text, role text, tenants text[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable :=
+        datatable_roles.require_governing_datatable(workspace, datatable);
+    target datatable_roles.catalog_role;
+    tenant_key text;
+    clean text [];
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_role_tenants.role, 'role');
+    PERFORM datatable_roles.require(set_datatable_role_tenants.tenants, 'tenants');
+    FOREACH tenant_key IN ARRAY set_datatable_role_tenants.tenants LOOP
+        PERFORM datatable_roles.check_tenant_key(tenant_key);
+        IF tenant_key LIKE 'u/%' THEN
+            PERFORM datatable_roles.require_user(entry.workspace, substr(tenant_key, 3));
+        END IF;
+    END LOOP;
+    clean := ARRAY(SELECT DISTINCT t FROM unnest(set_datatable_role_tenants.tenants) AS t ORDER BY t);
+    IF set_datatable_role_tenants.role = 'admin' THEN
+        UPDATE datatable_roles.datatable AS d SET admin_tenants = clean WHERE d.id = entry.id;
+        RETURN;
+    END IF;
+    target := datatable_roles.require_role(set_datatable_role_tenants.role);
+    INSERT INTO datatable_roles.datatable_role AS m (datatable_id, role_id, tenants)
+    VALUES (entry.id, target.id, clean)
+    ON CONFLICT ON CONSTRAINT datatable_role_pkey DO UPDATE SET tenants = excluded.tenants;
+    PERFORM datatable_roles.sync_connect_grants(target.id);
+END;
+$$;
+
+ALTER FUNCTION public.set_datatable_role_tenants(workspace text, datatable text, role text, tenants text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.set_folder_access(workspace text, folder text, principal text, access text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    ws text := set_folder_access.workspace;
+BEGIN
+    PERFORM datatable_roles.require_workspace(ws);
+    PERFORM datatable_roles.check_name('folder', set_folder_access.folder);
+    PERFORM datatable_roles.require(set_folder_access.principal, 'principal');
+    PERFORM datatable_roles.require(set_folder_access.access, 'access');
+    IF set_folder_access.principal !~ '^[ug]/' THEN
+        RAISE EXCEPTION 'invalid principal %', quote_literal(left(set_folder_access.principal, 80))
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'A principal is u/<username> or g/<group>.';
+    END IF;
+    IF set_folder_access.principal LIKE 'u/%' THEN
+        PERFORM datatable_roles.require_user(ws, substr(set_folder_access.principal, 3));
+    ELSE
+        PERFORM datatable_roles.check_name('group', substr(set_folder_access.principal, 3));
+    END IF;
+    IF set_folder_access.access NOT IN ('owner', 'write', 'read', 'none') THEN
+        RAISE EXCEPTION 'invalid folder access %', quote_literal(left(set_folder_access.access, 80))
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use owner, write, read or none.';
+    END IF;
+    IF set_folder_access.access = 'none' THEN
+        DELETE FROM datatable_roles.folder_access AS fa
+        WHERE fa.workspace = ws AND fa.folder = set_folder_access.folder
+            AND fa.principal = set_folder_access.principal;
+    ELSE
+        INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
+        VALUES (ws, set_folder_access.folder, set_folder_access.principal, set_folder_access.access)
+        ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access;
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION public.set_folder_access(workspace text, folder text, principal text, access text) OWNER TO dtr_owner;
+
+CREATE PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb DEFAULT NULL::jsonb, IN unused_for interval DEFAULT NULL::interval)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    cutoff timestamptz := datatable_roles.clock_now() - coalesce(
+        unused_for, (SELECT s.unused_after FROM datatable_roles.settings AS s));
+    victims text [];
+    victim text;
+    failed text [];
+    reason text;
+    dropped integer := 0;
+    skipped integer := 0;
+    unfinished jsonb := '[]'::jsonb;
+BEGIN
+    victims := ARRAY(
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.last_used_at < cutoff
+            OR (s.password = '' AND NOT s.role_ids <@ ARRAY(SELECT r.id FROM datatable_roles.catalog_role AS r))
+        ORDER BY s.login);
+    FOREACH victim IN ARRAY victims LOOP
+        IF NOT datatable_roles.sweep_take_away(victim, cutoff) THEN
+            skipped := skipped + 1;
+            COMMIT;
+            CONTINUE;
+        END IF;
+        COMMIT;
+        PERFORM datatable_roles.fault_point('sweep:after_take_away');
+        failed := datatable_roles.move_objects_of(victim);
+        PERFORM datatable_roles.fault_point('sweep:after_move');
+        IF failed = '{}' THEN
+            reason := datatable_roles.sweep_drop(victim);
+        ELSE
+            reason := array_to_string(failed, '; ');
+        END IF;
+        COMMIT;
+        IF reason IS NULL THEN
+            dropped := dropped + 1;
+        ELSE
+            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', reason);
+        END IF;
+    END LOOP;
+    report := jsonb_build_object('examined', cardinality(victims), 'dropped', dropped,
+        'skipped', skipped, 'unfinished', unfinished);
+END;
+$$;
+
+ALTER PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb, IN unused_for interval) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.validate_role_name(name text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    folded text := lower(validate_role_name.name);
+BEGIN
+    PERFORM datatable_roles.require(validate_role_name.name, 'name');
+    IF validate_role_name.name = '' THEN
+        RAISE EXCEPTION 'a role name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF octet_length(validate_role_name.name) > 63 THEN
+        RAISE EXCEPTION 'role name % is longer than 63 bytes', quote_literal(left(validate_role_name.name, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF validate_role_name.name !~ '^[A-Za-z0-9_-]+$' THEN
+        RAISE EXCEPTION 'role name % has a character other than ASCII letters, digits, _ and -',
+            quote_literal(validate_role_name.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF folded IN ('admin', 'postgres', 'public')
+        OR starts_with(folded, 'pg_')
+        OR starts_with(folded, 'wm_set_')
+        OR starts_with(folded, 'windmill_')
+        OR starts_with(folded, 'custom_instance_') THEN
+        RAISE EXCEPTION 'role name % is reserved', quote_literal(validate_role_name.name)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'admin, postgres, public and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
+    END IF;
+END;
+$_$;
+
+ALTER FUNCTION public.validate_role_name(name text) OWNER TO dtr_owner;
+
+ALTER TABLE datatable_roles.catalog_role ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME datatable_roles.catalog_role_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE datatable_roles.datatable ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME datatable_roles.datatable_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE datatable_roles.datatable_role (
+    datatable_id bigint NOT NULL,
+    role_id bigint NOT NULL,
+    tenants text[] DEFAULT '{}'::text[] NOT NULL
+);
+
+ALTER TABLE datatable_roles.datatable_role OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.datatable_role_set (
+    login text NOT NULL,
+    role_ids bigint[] NOT NULL,
+    password text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE datatable_roles.datatable_role_set OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.folder_access (
+    workspace text NOT NULL,
+    folder text NOT NULL,
+    principal text NOT NULL,
+    access text NOT NULL,
+    CONSTRAINT folder_access_access_check CHECK ((access = ANY (ARRAY['owner'::text, 'write'::text, 'read'::text]))),
+    CONSTRAINT folder_access_principal_check CHECK ((principal ~ '^[ug]/'::text))
+);
+
+ALTER TABLE datatable_roles.folder_access OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.group_member (
+    workspace text NOT NULL,
+    group_name text NOT NULL,
+    username text NOT NULL
+);
+
+ALTER TABLE datatable_roles.group_member OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.job_perms (
+    job_id uuid NOT NULL,
+    workspace text NOT NULL,
+    permissioned_as text NOT NULL,
+    email text NOT NULL,
+    is_admin boolean NOT NULL,
+    groups text[] NOT NULL,
+    folders text[] NOT NULL,
+    end_user_email text,
+    origin text NOT NULL,
+    token_job_id uuid,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE datatable_roles.job_perms OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.link_credential (
+    singleton boolean DEFAULT true NOT NULL,
+    login text NOT NULL,
+    password text NOT NULL,
+    CONSTRAINT link_credential_singleton_check CHECK (singleton)
+);
+
+ALTER TABLE datatable_roles.link_credential OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.settings (
+    singleton boolean DEFAULT true NOT NULL,
+    instance_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    clock_offset interval DEFAULT '00:00:00'::interval NOT NULL,
+    touch_every interval DEFAULT '1 day'::interval NOT NULL,
+    unused_after interval DEFAULT '30 days'::interval NOT NULL,
+    scram_iterations integer DEFAULT 16 NOT NULL,
+    link_host text DEFAULT '127.0.0.1'::text NOT NULL,
+    CONSTRAINT settings_scram_iterations_check CHECK (((scram_iterations >= 1) AND (scram_iterations <= 100000))),
+    CONSTRAINT settings_singleton_check CHECK (singleton)
+);
+
+ALTER TABLE datatable_roles.settings OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.workspace (
+    name text NOT NULL
+);
+
+ALTER TABLE datatable_roles.workspace OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.workspace_user (
+    workspace text NOT NULL,
+    username text NOT NULL,
+    email text NOT NULL,
+    is_admin boolean DEFAULT false NOT NULL
+);
+
+ALTER TABLE datatable_roles.workspace_user OWNER TO dtr_owner;
+
+ALTER TABLE ONLY datatable_roles.catalog_role
+    ADD CONSTRAINT catalog_role_name_key UNIQUE (name);
+
+ALTER TABLE ONLY datatable_roles.catalog_role
+    ADD CONSTRAINT catalog_role_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY datatable_roles.datatable
+    ADD CONSTRAINT datatable_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY datatable_roles.datatable_role
+    ADD CONSTRAINT datatable_role_pkey PRIMARY KEY (datatable_id, role_id);
+
+ALTER TABLE ONLY datatable_roles.datatable_role_set
+    ADD CONSTRAINT datatable_role_set_pkey PRIMARY KEY (login);
+
+ALTER TABLE ONLY datatable_roles.datatable
+    ADD CONSTRAINT datatable_workspace_name_key UNIQUE (workspace, name);
+
+ALTER TABLE ONLY datatable_roles.folder_access
+    ADD CONSTRAINT folder_access_pkey PRIMARY KEY (workspace, folder, principal);
+
+ALTER TABLE ONLY datatable_roles.group_member
+    ADD CONSTRAINT group_member_pkey PRIMARY KEY (workspace, group_name, username);
+
+ALTER TABLE ONLY datatable_roles.job_perms
+    ADD CONSTRAINT job_perms_pkey PRIMARY KEY (job_id);
+
+ALTER TABLE ONLY datatable_roles.link_credential
+    ADD CONSTRAINT link_credential_pkey PRIMARY KEY (singleton);
+
+ALTER TABLE ONLY datatable_roles.settings
+    ADD CONSTRAINT settings_pkey PRIMARY KEY (singleton);
+
+ALTER TABLE ONLY datatable_roles.workspace
+    ADD CONSTRAINT workspace_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY datatable_roles.workspace_user
+    ADD CONSTRAINT workspace_user_pkey PRIMARY KEY (workspace, username);
+
+CREATE UNIQUE INDEX catalog_role_lower_name_key ON datatable_roles.catalog_role USING btree (lower(name));
+
+CREATE INDEX datatable_dbname_idx ON datatable_roles.datatable USING btree (dbname);
+
+CREATE INDEX datatable_governing_idx ON datatable_roles.datatable USING btree (governing_id);
+
+CREATE INDEX datatable_role_role_idx ON datatable_roles.datatable_role USING btree (role_id);
+
+CREATE INDEX datatable_role_set_roles_idx ON datatable_roles.datatable_role_set USING gin (role_ids);
+
+CREATE INDEX folder_access_principal_idx ON datatable_roles.folder_access USING btree (workspace, principal);
+
+CREATE INDEX group_member_user_idx ON datatable_roles.group_member USING btree (workspace, username);
+
+CREATE UNIQUE INDEX workspace_user_email_key ON datatable_roles.workspace_user USING btree (workspace, lower(email));
+
+ALTER TABLE ONLY datatable_roles.datatable
+    ADD CONSTRAINT datatable_governing_id_fkey FOREIGN KEY (governing_id) REFERENCES datatable_roles.datatable(id);
+
+ALTER TABLE ONLY datatable_roles.datatable_role
+    ADD CONSTRAINT datatable_role_datatable_id_fkey FOREIGN KEY (datatable_id) REFERENCES datatable_roles.datatable(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY datatable_roles.datatable_role
+    ADD CONSTRAINT datatable_role_role_id_fkey FOREIGN KEY (role_id) REFERENCES datatable_roles.catalog_role(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY datatable_roles.datatable
+    ADD CONSTRAINT datatable_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
+
+ALTER TABLE ONLY datatable_roles.folder_access
+    ADD CONSTRAINT folder_access_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
+
+ALTER TABLE ONLY datatable_roles.group_member
+    ADD CONSTRAINT group_member_workspace_username_fkey FOREIGN KEY (workspace, username) REFERENCES datatable_roles.workspace_user(workspace, username) ON DELETE CASCADE;
+
+ALTER TABLE ONLY datatable_roles.workspace_user
+    ADD CONSTRAINT workspace_user_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
+
+GRANT CREATE ON SCHEMA public TO dtr_owner;
+
+REVOKE ALL ON FUNCTION datatable_roles.check_email(p_email text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.check_name(p_kind text, p_value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.check_tenant_key(p_key text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.clock_now() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.fault_point(p_point text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require(p_value anyelement, p_argument text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require_datatable(p_workspace text, p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require_governing_datatable(p_workspace text, p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require_role(p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require_user(p_workspace text, p_username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require_workspace(p_workspace text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_drop(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.add_group_member(workspace text, group_name text, username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.add_workspace(workspace text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.add_workspace_user(workspace text, username text, email text, is_admin boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.cached_result_path(job_id uuid, runnable text, args jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.create_datatable_role(name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.drop_datatable_role(name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.record_job_start(job_id uuid, workspace text, permissioned_as text, origin text, caller_email text, token_job_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.reference_datatable(workspace text, name text, governing_workspace text, governing_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.remove_datatable_role(workspace text, datatable text, role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.remove_group_member(workspace text, group_name text, username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.remove_workspace_user(workspace text, username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.rename_datatable_role(name text, new_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.retire_role_set_logins_of(role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.set_datatable_default_role(workspace text, datatable text, role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.set_datatable_role_enabled(name text, enabled boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.set_datatable_role_tenants(workspace text, datatable text, role text, tenants text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.set_folder_access(workspace text, folder text, principal text, access text) FROM PUBLIC;
+
+REVOKE ALL ON PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb, IN unused_for interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.validate_role_name(name text) FROM PUBLIC;

@@ -1,0 +1,687 @@
+-- The role catalog: validate_role_name exactly as SPEC section 8, and the
+-- life of a catalog role (create, rename, disable, enable, drop) as real
+-- logins, grants and defaults.
+\set test t20
+\ir lib/begin.psql
+
+SELECT plan(261);
+
+-- A refused call: the SQLSTATE, and the package's state is as before.
+CREATE FUNCTION pg_temp.refused(p_sql text, p_sqlstate text, p_description text)
+RETURNS SETOF text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    before text := tap.state();
+BEGIN
+    RETURN NEXT throws_ok(p_sql, p_sqlstate::char(5), NULL, p_description);
+    RETURN NEXT is(tap.state(), before, p_description || ': nothing changed');
+END;
+$$;
+
+-- Whether p_role holds CONNECT on database p_dbname (by oid, in the ACL).
+CREATE FUNCTION pg_temp.has_connect(p_dbname text, p_role text) RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_database AS pd,
+            aclexplode(coalesce(pd.datacl, acldefault('d', pd.datdba))) AS acl
+        WHERE pd.datname = p_dbname AND acl.privilege_type = 'CONNECT'
+            AND acl.grantee = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = p_role)
+    )
+$$;
+
+-- The current_user of a fresh connection as p_login with p_password.
+CREATE FUNCTION pg_temp.login_as(p_login text, p_password text) RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT v.u FROM datatable_roles_dblink.dblink(tap.connstr('postgres', p_login, p_password), 'SELECT current_user::text')
+        AS v (u text)
+$$;
+
+------------------------------------------------------------------------------
+-- validate_role_name
+------------------------------------------------------------------------------
+SELECT
+    lives_ok(
+        format('SELECT validate_role_name(%L)', n),
+        format('validate_role_name accepts %s', quote_literal(n))
+    )
+FROM unnest(ARRAY[
+    'sales_emea', 'a', 'Z', '9lives', '_x', '-x', 'a-b_C9', repeat('a', 63),
+    'administrator', 'admins', 'xadmin', 'postgresql', 'publicity', 'pg', 'pgx', 'pg-x',
+    'wm_set', 'wm_setx', 'wm-set-x', 'windmill', 'windmillx', 'custom_instance', 'custom_instancex',
+    'none', 'x_pg_y', 'my_wm_set_x'
+]) AS n;
+
+SELECT
+    throws_ok(
+        format('SELECT validate_role_name(%L)', n), '22023', NULL,
+        format('validate_role_name refuses the reserved name %s', quote_literal(n))
+    )
+FROM unnest(ARRAY[
+    'admin',
+    'ADMIN',
+    'Admin',
+    'aDmIn',
+    'postgres',
+    'POSTGRES',
+    'Postgres',
+    'public',
+    'PUBLIC',
+    'Public'
+]) AS n;
+
+SELECT
+    throws_ok(
+        format('SELECT validate_role_name(%L)', n), '22023', NULL,
+        format('validate_role_name refuses the reserved prefix in %s', quote_literal(n))
+    )
+FROM unnest(ARRAY[
+    'pg_', 'pg_x', 'PG_x', 'Pg_monitor', 'pG_read_all_data',
+    'wm_set_', 'wm_set_abc', 'WM_SET_abc', 'Wm_Set_0123456789abcdef',
+    'windmill_', 'windmill_admin', 'WINDMILL_x', 'WindMill_y',
+    'custom_instance_', 'custom_instance_user', 'CUSTOM_INSTANCE_USER', 'Custom_Instance_x'
+]) AS n;
+
+SELECT
+    throws_ok(
+        format('SELECT validate_role_name(%L)', n), '22023', NULL,
+        format('validate_role_name refuses %s', left(to_jsonb(n)::text, 40))
+    )
+FROM unnest(ARRAY[
+    '', repeat('a', 64), repeat('a', 100), 'x' || repeat('é', 31),
+    'café', 'é', 'naïve', 'ａdmin', 'sales€', 'ロール', 'admın', 'x' || chr(8203) || 'y',
+    'a b', ' a', 'a ', ' ', 'a' || chr(9) || 'b', 'a' || chr(10) || 'b',
+    'a"b', '"a"', 'a''b', '''a''', 'a.b', 'a/b', 'a;b', 'a$b', 'a\b', 'a%b', 'a*b', 'a=b', 'a@b',
+    'x''; DROP ROLE dtr_owner; --', 'x"; DROP ROLE dtr_owner; --', 'x); DROP ROLE dtr_owner; --',
+    '*none*', 'none*', '*', 'abc' || chr(10), chr(10) || 'abc', 'abc' || chr(13)
+]) AS n;
+SELECT throws_ok(
+    $$SELECT validate_role_name(NULL)$$, '22004', NULL,
+    'validate_role_name refuses NULL'
+);
+SELECT is(
+    octet_length('x' || repeat('é', 31)), 63,
+    'the unicode case above is 63 bytes: refused for its characters, not its length'
+);
+
+------------------------------------------------------------------------------
+-- create_datatable_role
+------------------------------------------------------------------------------
+SELECT tap.new_datatable_db('t20_dt', 't20_admin') AS admin_pw \gset
+DO $$
+BEGIN
+    PERFORM add_workspace('ws');
+    PERFORM add_workspace('fork');
+    PERFORM add_workspace_user('ws', 'alice', 'alice@x.io');
+    PERFORM add_workspace_user('ws', 'pub', 'pub@x.io');
+END $$;
+SELECT
+    ok(
+        register_datatable('ws', 'main', 't20_dt', 't20_admin', :'admin_pw') > 0,
+        'ws/main registered'
+    );
+SELECT
+    ok(
+        register_datatable('ws', 'second', 't20_dt', 't20_admin', :'admin_pw') > 0,
+        'ws/second registered'
+    );
+
+SELECT create_datatable_role('t20_sales') AS sales_id \gset
+SELECT is(
+    (SELECT id FROM datatable_roles.catalog_role WHERE name = 't20_sales'),
+    :'sales_id'::bigint,
+    'create_datatable_role returns the catalog id of the new role'
+);
+SELECT is(
+    (SELECT enabled FROM datatable_roles.catalog_role WHERE name = 't20_sales'),
+    TRUE,
+    'a new role is enabled'
+);
+SELECT results_eq(
+    $$SELECT rolcanlogin, rolinherit, rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls
+      FROM pg_authid WHERE rolname = 't20_sales'$$,
+    $$VALUES (true, true, false, false, false, false, false)$$,
+    'its login exists: LOGIN, INHERIT, and no attribute beyond'
+);
+SELECT ok(
+    (SELECT starts_with(rolpassword, 'SCRAM-SHA-256$') FROM pg_authid WHERE rolname = 't20_sales'),
+    'its password is stored as a SCRAM-SHA-256 verifier'
+);
+SELECT ok(
+    (
+        SELECT strpos(a.rolpassword, r.password) = 0
+        FROM pg_authid AS a, datatable_roles.catalog_role AS r
+        WHERE a.rolname = 't20_sales' AND r.name = 't20_sales'
+    ),
+    'the verifier does not contain the plaintext'
+);
+SELECT ok(
+    (
+        SELECT octet_length(password) >= 32 AND password ~ '^[0-9a-f]+$'
+        FROM datatable_roles.catalog_role WHERE name = 't20_sales'
+    ),
+    'the generated password has at least 128 bits (32 hex digits)'
+);
+SELECT is(
+    pg_temp.login_as(
+        't20_sales', (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_sales')
+    ),
+    't20_sales',
+    'the login authenticates with the catalog password'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM pg_auth_members WHERE member = 't20_sales'::regrole),
+    0,
+    'the login is a member of no role'
+);
+SELECT ok(
+    EXISTS (
+        SELECT FROM pg_auth_members
+        WHERE roleid = 't20_sales'::regrole AND member = 'dtr_owner'::regrole
+    ),
+    'the package owner is a member of it'
+);
+SELECT lives_ok($$SELECT create_datatable_role('t20_other')$$, 'a second role is created');
+SELECT isnt(
+    (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_other'),
+    (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_sales'),
+    'each role gets its own password'
+);
+
+SELECT tap.exec_in('postgres', 'CREATE ROLE t20_existing NOLOGIN') AS created \gset
+SELECT pg_temp.refused(
+    $$SELECT create_datatable_role('t20_sales')$$, '42710',
+    'create_datatable_role of an existing catalog role is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT create_datatable_role('T20_SALES')$$, '42710',
+    'create_datatable_role of a name differing only in case is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT create_datatable_role('t20_Sales')$$, '42710',
+    'create_datatable_role of a name differing in one letter''s case is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT create_datatable_role('t20_existing')$$, '42710',
+    'create_datatable_role of a role that already exists in the cluster is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT create_datatable_role('dtr_owner')$$, '42710',
+    'create_datatable_role of the package owner''s name is refused'
+);
+SELECT is(
+    (SELECT rolcanlogin FROM pg_roles WHERE rolname = 't20_existing'),
+    FALSE,
+    'the pre-existing cluster role is left as it was'
+);
+SELECT
+    pg_temp.refused(
+        format('SELECT create_datatable_role(%L)', n), '22023',
+        format('create_datatable_role(%s) is refused', left(quote_literal(n), 40))
+    )
+FROM unnest(ARRAY[
+    '', 'admin', 'Postgres', 'pg_t20', 'wm_set_t20', 'windmill_t20', 'custom_instance_t20',
+    '*none*', 't20 x', 't20_é', repeat('t', 64), 'x''; DROP ROLE dtr_owner; --'
+]) AS n;
+SELECT pg_temp.refused(
+    $$SELECT create_datatable_role(NULL)$$, '22004',
+    'create_datatable_role(NULL) is refused'
+);
+
+------------------------------------------------------------------------------
+-- rename_datatable_role
+------------------------------------------------------------------------------
+-- t20_emea is the default of ws/main, in both maps, and held (with t20_us)
+-- by a set login that alice's app requests resolve to.
+SELECT create_datatable_role('t20_emea') AS emea_id \gset
+DO $$
+BEGIN
+    PERFORM create_datatable_role('t20_us');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't20_emea', '{u/alice}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't20_us', '{u/alice}');
+    PERFORM set_datatable_role_tenants('ws', 'second', 't20_emea', '{*}');
+    PERFORM set_datatable_default_role('ws', 'main', 't20_emea');
+    PERFORM set_datatable_default_role('ws', 'second', 't20_emea');
+END $$;
+SELECT oid AS emea_oid FROM pg_roles WHERE rolname = 't20_emea' \gset
+SELECT password AS emea_pw FROM datatable_roles.catalog_role WHERE name = 't20_emea' \gset
+SELECT tap.start_job('ws', 'u/pub', 'app', 'alice@x.io') AS job \gset
+SELECT login AS set_login FROM tap.resolve(:'job', 'main') \gset
+SELECT is(
+    tap.roles_of(:'job', 'main'), '{t20_emea,t20_us}',
+    'before the rename, alice resolves to a set login of t20_emea and t20_us'
+);
+SELECT
+    ok(
+        pg_temp.has_connect('t20_dt', 't20_emea'),
+        'a mapped role has CONNECT on the data table database'
+    );
+
+SELECT lives_ok(
+    $$SELECT rename_datatable_role('t20_emea', 't20_europe')$$,
+    'rename_datatable_role renames a role'
+);
+SELECT is(
+    (SELECT id FROM datatable_roles.catalog_role WHERE name = 't20_europe'),
+    :'emea_id'::bigint,
+    'the catalog id is kept'
+);
+SELECT is(
+    (SELECT oid FROM pg_roles WHERE rolname = 't20_europe'),
+    :'emea_oid'::oid,
+    'the login is renamed in place: same oid'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM pg_roles WHERE rolname = 't20_emea')
+    + (SELECT count(*)::integer FROM datatable_roles.catalog_role WHERE name = 't20_emea'),
+    0,
+    'the old name is gone from the cluster and the catalog'
+);
+SELECT results_eq(
+    $$SELECT name, default_role FROM datatable_roles.datatable WHERE workspace = 'ws' ORDER BY name$$,
+    $$VALUES ('main'::text, 't20_europe'::text), ('second', 't20_europe')$$,
+    'the default role follows the rename on every data table'
+);
+SELECT is(
+    (
+        SELECT count(*)::integer
+        FROM datatable_roles.datatable_role
+        WHERE role_id = :'emea_id'::bigint
+    ),
+    2,
+    'the role stays in both role maps'
+);
+SELECT is(
+    (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_europe'),
+    :'emea_pw',
+    'the password is kept'
+);
+SELECT is(
+    pg_temp.login_as('t20_europe', :'emea_pw'),
+    't20_europe',
+    'the renamed login still authenticates with its password'
+);
+SELECT ok(pg_temp.has_connect('t20_dt', 't20_europe'), 'the renamed role keeps CONNECT');
+SELECT is(
+    tap.login_of(:'job', 'main'), :'set_login',
+    'the set login holding it is the same login after the rename'
+);
+SELECT is(
+    tap.roles_of(:'job', 'main'), '{t20_europe,t20_us}',
+    'and it reports the new name'
+);
+
+SELECT
+    pg_temp.refused(
+        format('SELECT rename_datatable_role(%L, %L)', 't20_europe', n), '22023',
+        format('rename to %s is refused', left(quote_literal(n), 40))
+    )
+FROM unnest(ARRAY[
+    '', 'admin', 'ADMIN', 'public', 'pg_t20', 'WM_SET_t20', 'windmill_t20', 'custom_instance_t20',
+    '*none*', 't20 europe', 't20_€', repeat('t', 64), 'x''; DROP ROLE dtr_owner; --'
+]) AS n;
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role('t20_europe', 't20_sales')$$, '42710',
+    'rename to the name of another catalog role is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role('t20_europe', 'T20_SALES')$$, '42710',
+    'rename to a case variant of another catalog role is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role('t20_europe', 't20_existing')$$, '42710',
+    'rename to the name of a role that exists in the cluster is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role('t20_europe', 't20_admin')$$, '42710',
+    'rename to the name of a data table''s admin login is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role('t20_nope', 't20_new')$$, 'P0002',
+    'rename of an unknown role is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role('t20_existing', 't20_new')$$, 'P0002',
+    'rename of a cluster role that is not in the catalog is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role('t20_europe', NULL)$$, '22004',
+    'rename to NULL is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT rename_datatable_role(NULL, 't20_new')$$, '22004',
+    'rename of NULL is refused'
+);
+SELECT tap.state() AS before \gset
+SELECT lives_ok(
+    $$SELECT rename_datatable_role('t20_europe', 't20_europe')$$,
+    'rename to the same name succeeds'
+);
+SELECT is(tap.state(), :'before', 'rename to the same name changes nothing');
+
+------------------------------------------------------------------------------
+-- set_datatable_role_enabled
+------------------------------------------------------------------------------
+-- Sessions open before the disable: the role's own, the set login's, and a
+-- bystander's (another catalog role, not concerned).
+DO $$
+BEGIN
+    PERFORM datatable_roles_dblink.dblink_connect('t20_own', tap.connstr('postgres', 't20_us',
+        (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_us')));
+    PERFORM datatable_roles_dblink.dblink_connect('t20_bystander', tap.connstr('postgres', 't20_sales',
+        (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_sales')));
+END $$;
+SELECT
+    is(tap.open_as('t20_set', :'job', 'main'), :'set_login', 'a session is open as the set login');
+SELECT lives_ok(
+    $$SELECT set_datatable_role_enabled('t20_us', false)$$,
+    'set_datatable_role_enabled disables a role'
+);
+SELECT throws_ok(
+    $$SELECT tap.query('t20_own', 'SELECT current_user::text')$$, '08006', NULL,
+    'the disabled role''s open session is ended'
+);
+SELECT throws_ok(
+    $$SELECT tap.query('t20_set', 'SELECT current_user::text')$$, '08006', NULL,
+    'the open session of the set login holding it is ended'
+);
+SELECT is(
+    tap.query('t20_bystander', 'SELECT current_user::text'), 't20_sales',
+    'the session of an unrelated login goes on'
+);
+DO $$
+BEGIN
+    PERFORM datatable_roles_dblink.dblink_disconnect('t20_own');
+    PERFORM datatable_roles_dblink.dblink_disconnect('t20_set');
+END $$;
+SELECT is(
+    (SELECT enabled FROM datatable_roles.catalog_role WHERE name = 't20_us'),
+    FALSE,
+    'the catalog says disabled'
+);
+SELECT is(
+    (SELECT rolcanlogin FROM pg_roles WHERE rolname = 't20_us'),
+    FALSE,
+    'its login is NOLOGIN'
+);
+SELECT
+    ok(
+        NOT pg_temp.has_connect('t20_dt', 't20_us'),
+        'its CONNECT on the data table database is revoked'
+    );
+SELECT throws_ok(
+    format(
+        $$SELECT pg_temp.login_as('t20_us', %L)$$,
+        (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_us')
+    ),
+    '08001', NULL,
+    'the disabled login cannot log in'
+);
+SELECT results_eq(
+    format($$SELECT password, rolcanlogin FROM datatable_roles.datatable_role_set
+             JOIN pg_roles ON rolname = login WHERE login = %L$$, :'set_login'),
+    $$VALUES (''::text, false)$$,
+    'the set login holding it is retired: empty password, NOLOGIN'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM datatable_roles.datatable_role WHERE role_id = (
+        SELECT id FROM datatable_roles.catalog_role WHERE name = 't20_us'
+    )),
+    1,
+    'a disabled role stays in its role map'
+);
+SELECT tap.state() AS before \gset
+SELECT lives_ok(
+    $$SELECT set_datatable_role_enabled('t20_us', false)$$,
+    'disabling a disabled role succeeds'
+);
+SELECT is(tap.state(), :'before', 'disabling a disabled role changes nothing');
+
+SELECT password AS us_old_pw FROM datatable_roles.catalog_role WHERE name = 't20_us' \gset
+SELECT lives_ok(
+    $$SELECT set_datatable_role_enabled('t20_us', true)$$,
+    'set_datatable_role_enabled enables a role again'
+);
+SELECT results_eq(
+    $$SELECT r.enabled, a.rolcanlogin FROM datatable_roles.catalog_role AS r
+      JOIN pg_roles AS a ON a.rolname = r.name WHERE r.name = 't20_us'$$,
+    $$VALUES (true, true)$$,
+    'enabled in the catalog and LOGIN again'
+);
+SELECT ok(pg_temp.has_connect('t20_dt', 't20_us'), 'CONNECT is granted again');
+SELECT isnt(
+    (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_us'),
+    :'us_old_pw',
+    'enabling gives the login a fresh password'
+);
+SELECT is(
+    pg_temp.login_as(
+        't20_us', (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_us')
+    ),
+    't20_us',
+    'the enabled login authenticates with its new password'
+);
+SELECT throws_ok(
+    format($$SELECT pg_temp.login_as('t20_us', %L)$$, :'us_old_pw'),
+    '08001', NULL,
+    'the old password no longer works'
+);
+SELECT pg_temp.refused(
+    $$SELECT set_datatable_role_enabled('t20_us', NULL)$$, '22004',
+    'set_datatable_role_enabled with NULL is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT set_datatable_role_enabled('t20_nope', false)$$, 'P0002',
+    'set_datatable_role_enabled of an unknown role is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT set_datatable_role_enabled('t20_existing', false)$$, 'P0002',
+    'set_datatable_role_enabled of a cluster role outside the catalog is refused'
+);
+
+------------------------------------------------------------------------------
+-- drop_datatable_role
+------------------------------------------------------------------------------
+-- A role holding a privilege outside the data table databases cannot be
+-- dropped: the package moves nothing there.
+DO $$
+BEGIN
+    PERFORM tap.exec_in('postgres', 'CREATE DATABASE t20_plain');
+    PERFORM tap.exec_in('postgres', 'GRANT CONNECT ON DATABASE t20_plain TO t20_us');
+END $$;
+SELECT pg_temp.refused(
+    $$SELECT drop_datatable_role('t20_us')$$, '2BP01',
+    'drop of a role that holds a privilege on a database that is no data table''s is refused'
+);
+DO $$
+BEGIN
+    PERFORM tap.exec_in('postgres', 'REVOKE CONNECT ON DATABASE t20_plain FROM t20_us');
+    PERFORM tap.exec_in('t20_plain', 'CREATE TABLE t20_other (id integer); GRANT SELECT ON t20_other TO t20_us');
+END $$;
+SELECT pg_temp.refused(
+    $$SELECT drop_datatable_role('t20_us')$$, '2BP01',
+    'drop of a role that holds a privilege in a database that is no data table''s is refused'
+);
+SELECT ok(
+    EXISTS (SELECT FROM datatable_roles.catalog_role WHERE name = 't20_us')
+    AND EXISTS (SELECT FROM pg_roles WHERE rolname = 't20_us'),
+    'the role is still in the catalog and the cluster'
+);
+SELECT tap.exec_in('t20_plain', 'REVOKE SELECT ON t20_other FROM t20_us') AS revoked \gset
+
+DO $$
+BEGIN
+    PERFORM datatable_roles_dblink.dblink_connect('t20_own', tap.connstr('postgres', 't20_europe',
+        (SELECT password FROM datatable_roles.catalog_role WHERE name = 't20_europe')));
+END $$;
+SELECT lives_ok(
+    $$SELECT drop_datatable_role('t20_europe')$$,
+    'drop_datatable_role drops a role'
+);
+SELECT throws_ok(
+    $$SELECT tap.query('t20_own', 'SELECT current_user::text')$$, '08006', NULL,
+    'the dropped role''s open session is ended'
+);
+SELECT is(
+    tap.query('t20_bystander', 'SELECT current_user::text'), 't20_sales',
+    'the session of an unrelated login still goes on'
+);
+DO $$
+BEGIN
+    PERFORM datatable_roles_dblink.dblink_disconnect('t20_own');
+    PERFORM datatable_roles_dblink.dblink_disconnect('t20_bystander');
+END $$;
+SELECT is(
+    (SELECT count(*)::integer FROM pg_roles WHERE rolname = 't20_europe'),
+    0,
+    'its login is gone'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM datatable_roles.catalog_role WHERE name = 't20_europe')
+    + (
+        SELECT count(*)::integer
+        FROM datatable_roles.datatable_role
+        WHERE role_id = :'emea_id'::bigint
+    ),
+    0,
+    'it is gone from the catalog and every role map'
+);
+SELECT results_eq(
+    $$SELECT name, default_role FROM datatable_roles.datatable WHERE workspace = 'ws' ORDER BY name$$,
+    $$VALUES ('main'::text, '*none*'::text), ('second', '*none*')$$,
+    'the data tables it was the default of have no default (R11), not admin'
+);
+SELECT is(datatable_roles.no_default(), '*none*', 'the no-default marker is *none*');
+SELECT is(
+    (
+        SELECT count(*)::integer FROM pg_database AS pd, aclexplode(pd.datacl) AS acl
+        WHERE
+            pd.datname = 't20_dt' AND acl.grantee <> 0
+            AND NOT EXISTS (SELECT FROM pg_roles AS r WHERE r.oid = acl.grantee)
+    ),
+    0,
+    'no grant on the data table database is left to the dropped role'
+);
+SELECT pg_temp.refused(
+    $$SELECT drop_datatable_role('t20_europe')$$, 'P0002',
+    'drop of a role already dropped is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT drop_datatable_role('t20_existing')$$, 'P0002',
+    'drop of a cluster role outside the catalog is refused'
+);
+SELECT pg_temp.refused(
+    $$SELECT drop_datatable_role('T20_SALES')$$, 'P0002',
+    'drop goes by the exact name'
+);
+SELECT pg_temp.refused(
+    $$SELECT drop_datatable_role(NULL)$$, '22004',
+    'drop of NULL is refused'
+);
+SELECT ok(
+    EXISTS (SELECT FROM pg_roles WHERE rolname = 't20_existing'),
+    'the cluster role outside the catalog is untouched'
+);
+-- A refused drop is all-or-nothing: the role keeps its privileges in the
+-- data table databases too (tap.state() does not look there).
+DO $$
+BEGIN
+    PERFORM set_datatable_role_tenants('ws', 'second', 't20_sales', '{u/alice}');
+    PERFORM tap.allow_region('t20_dt', 't20_admin', 't20_sales', 'apac');
+    PERFORM tap.exec_in('t20_plain', 'GRANT SELECT ON t20_other TO t20_sales');
+END $$;
+SELECT pg_temp.refused(
+    $$SELECT drop_datatable_role('t20_sales')$$, '2BP01',
+    'drop of a role with privileges both in a data table database and elsewhere is refused'
+);
+SELECT is(
+    (
+        SELECT v.held FROM
+            datatable_roles_dblink.dblink(
+                tap.connstr('t20_dt'),
+                $$SELECT has_table_privilege('t20_sales', 'orders', 'SELECT')$$
+            ) AS v (held boolean)
+    ),
+    TRUE,
+    'after the refused drop the role still holds SELECT on orders in the data table database'
+);
+SELECT
+    ok(
+        pg_temp.has_connect('t20_dt', 't20_sales'),
+        'and it keeps CONNECT on the data table database'
+    );
+SELECT tap.exec_in('t20_plain', 'REVOKE SELECT ON t20_other FROM t20_sales') AS revoked \gset
+
+-- What a role owns and holds in a data table database passes to the admin login.
+SELECT tap.allow_region('t20_dt', 't20_admin', 't20_us', 'us') AS allowed \gset
+SELECT tap.exec_in('t20_dt', $$
+    SET ROLE t20_admin;
+    GRANT CREATE ON SCHEMA public TO t20_us;
+    SET ROLE t20_us;
+    CREATE TABLE t20_owned (id integer);
+$$) AS created \gset
+SELECT lives_ok(
+    $$SELECT drop_datatable_role('t20_us')$$,
+    'drop of a role that owns a table and holds privileges in a data table database'
+);
+SELECT is(
+    (SELECT count(*)::integer FROM pg_roles WHERE rolname = 't20_us'),
+    0,
+    'drops its login'
+);
+SELECT is(
+    (
+        SELECT v.owner FROM
+            datatable_roles_dblink.dblink(
+                tap.connstr('t20_dt'),
+                $$SELECT tableowner::text FROM pg_tables WHERE tablename = 't20_owned'$$
+            ) AS v (owner text)
+    ),
+    't20_admin',
+    'the table it owned now belongs to the data table''s admin login'
+);
+SELECT is(
+    (
+        SELECT v.n FROM
+            datatable_roles_dblink.dblink(
+                tap.connstr('t20_dt'),
+                $$SELECT count(*)::integer FROM pg_class AS c, aclexplode(c.relacl) AS a
+          WHERE c.relname = 'orders' AND a.grantee NOT IN (SELECT oid FROM pg_roles)$$
+            ) AS v (n integer)
+    ),
+    0,
+    'no privilege on orders is left to the dropped role'
+);
+SELECT is(
+    (
+        SELECT v.n FROM
+            datatable_roles_dblink.dblink(
+                tap.connstr('t20_dt'),
+                'SELECT count(*)::integer FROM orders'
+            ) AS v (n integer)
+    ),
+    5,
+    'the data table''s rows are all there'
+);
+
+SELECT lives_ok(
+    $$SELECT create_datatable_role('t20_europe')$$,
+    'a dropped name can be created again'
+);
+SELECT isnt(
+    (SELECT id FROM datatable_roles.catalog_role WHERE name = 't20_europe'),
+    :'emea_id'::bigint,
+    'with a new catalog id'
+);
+SELECT is(
+    (SELECT default_role FROM datatable_roles.datatable WHERE workspace = 'ws' AND name = 'main'),
+    '*none*',
+    'and the old default does not come back'
+);
+
+-- Set logins are not named after the file's prefix: take them away.
+SELECT format('DROP ROLE IF EXISTS %I', login) FROM datatable_roles.datatable_role_set \gexec
+
+SELECT * FROM finish();

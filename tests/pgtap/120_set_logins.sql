@@ -1,0 +1,372 @@
+-- SPEC section 5 as row-level security stories: a viewer in several roles is
+-- served by a set login that is a member of exactly those roles.
+\set test t120
+\ir lib/begin.psql
+
+SELECT plan(54);
+
+-- tap.seen, tap.login_of and tap.roles_of, with an error (a refusal where a
+-- login was expected) reported as 'error SQLSTATE: message' in the failing
+-- test instead of ending the file.
+CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.seen(p_job, p_datatable, p_role);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.login_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.login_of(p_job, p_datatable, p_role);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.roles_of(p_job, p_datatable, p_role);
+EXCEPTION WHEN OTHERS THEN
+    RETURN array['error ' || SQLSTATE || ': ' || SQLERRM];
+END;
+$$;
+
+-- tap.query and tap.exec on a named session, likewise.
+CREATE FUNCTION pg_temp.query(p_name text, p_query text) RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.query(p_name, p_query);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.exec(p_name text, p_sql text) RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.exec(p_name, p_sql);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.open_as(p_name text, p_job uuid, p_datatable text) RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.open_as(p_name, p_job, p_datatable);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+-- The roles a login is a member of, sorted.
+CREATE FUNCTION pg_temp.memberships(p_login text) RETURNS text[]
+LANGUAGE sql
+AS $$
+    SELECT coalesce(array_agg(g.rolname::text ORDER BY g.rolname::text), '{}')
+    FROM pg_auth_members AS am
+    JOIN pg_roles AS g ON g.oid = am.roleid
+    JOIN pg_roles AS m ON m.oid = am.member
+    WHERE m.rolname = p_login
+$$;
+
+-- One text value of a query run as superuser in the data table database.
+CREATE FUNCTION pg_temp.in_dt(p_query text) RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT v.value
+    FROM datatable_roles_dblink.dblink(tap.connstr('t120_dt'), p_query) AS v (value text)
+$$;
+
+-- Workspace ws: pub is the identity of every app (a tenant of nothing; the
+-- data table has no default). Viewers:
+--   alice, bob  groups emea and us            carol  group emea, u/carol on apac
+--   dan         groups us and apac            eve    group emea only
+SELECT tap.new_datatable_db('t120_dt', 't120_admin') AS admin_pw \gset
+DO $$ BEGIN
+    PERFORM add_workspace('ws');
+    PERFORM add_workspace_user('ws', 'pub', 'pub@x.io');
+    PERFORM add_workspace_user('ws', 'alice', 'alice@x.io');
+    PERFORM add_workspace_user('ws', 'bob', 'bob@x.io');
+    PERFORM add_workspace_user('ws', 'carol', 'carol@x.io');
+    PERFORM add_workspace_user('ws', 'dan', 'dan@x.io');
+    PERFORM add_workspace_user('ws', 'eve', 'eve@x.io');
+    PERFORM add_group_member('ws', 'emea', 'alice');
+    PERFORM add_group_member('ws', 'us', 'alice');
+    PERFORM add_group_member('ws', 'emea', 'bob');
+    PERFORM add_group_member('ws', 'us', 'bob');
+    PERFORM add_group_member('ws', 'emea', 'carol');
+    PERFORM add_group_member('ws', 'us', 'dan');
+    PERFORM add_group_member('ws', 'apac', 'dan');
+    PERFORM add_group_member('ws', 'emea', 'eve');
+    PERFORM create_datatable_role('t120_emea');
+    PERFORM create_datatable_role('t120_us');
+    PERFORM create_datatable_role('t120_apac');
+END $$;
+SELECT register_datatable('ws', 'main', 't120_dt', 't120_admin', :'admin_pw') AS dt_id \gset
+SELECT tap.allow_region('t120_dt', 't120_admin', 't120_emea', 'emea') AS ok \gset
+SELECT tap.allow_region('t120_dt', 't120_admin', 't120_us', 'us') AS ok \gset
+SELECT tap.allow_region('t120_dt', 't120_admin', 't120_apac', 'apac') AS ok \gset
+-- t120_emea may create tables in the data table's public schema (PostgreSQL
+-- 15 gives PUBLIC no CREATE there); a set login holding it inherits that.
+SELECT tap.exec_in('t120_dt', 'GRANT CREATE ON SCHEMA public TO t120_emea') AS ok \gset
+DO $$ BEGIN
+    PERFORM set_datatable_role_tenants('ws', 'main', 't120_emea', '{g/emea}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't120_us', '{g/us}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't120_apac', '{u/carol,g/apac}');
+    PERFORM set_datatable_default_role('ws', 'main', null);
+END $$;
+
+SELECT tap.start_job('ws', 'u/pub', 'app', 'alice@x.io') AS j_alice \gset
+SELECT tap.start_job('ws', 'u/pub', 'app', 'bob@x.io') AS j_bob \gset
+SELECT tap.start_job('ws', 'u/pub', 'app', 'carol@x.io') AS j_carol \gset
+SELECT tap.start_job('ws', 'u/pub', 'app', 'dan@x.io') AS j_dan \gset
+SELECT tap.start_job('ws', 'u/pub', 'app', 'eve@x.io') AS j_eve \gset
+
+------------------------------------------------------------------------------
+-- A viewer in two roles: a set login that sees the union
+------------------------------------------------------------------------------
+SELECT is(
+    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    'alice (emea, us): the set login sees the union of both roles'' rows'
+);
+SELECT is(pg_temp.roles_of(:'j_alice', 'main'), '{t120_emea,t120_us}', 'alice holds emea and us');
+SELECT pg_temp.login_of(:'j_alice', 'main') AS set_login \gset
+SELECT oid AS set_oid FROM pg_roles WHERE rolname = :'set_login' \gset
+SELECT matches(
+    :'set_login'::text, '^wm_set_[0-9a-f]{40}$',
+    'the set login is wm_set_ + 40 hex digits'
+);
+SELECT cmp_ok(octet_length(:'set_login'), '<=', 63, 'the set login name fits in 63 bytes');
+
+SELECT login AS r1_login, password AS r1_password FROM tap.resolve(:'j_alice', 'main') \gset
+SELECT login AS r2_login, password AS r2_password FROM tap.resolve(:'j_alice', 'main') \gset
+SELECT is(:'r2_login'::text, :'r1_login', 'resolving the same set twice gives the same login');
+SELECT is(:'r2_password'::text, :'r1_password', '... and the same password');
+SELECT is(
+    pg_temp.login_of(:'j_bob', 'main'), :'set_login',
+    'another viewer with the same roles (bob) gets the same set login'
+);
+SELECT isnt(
+    pg_temp.login_of(:'j_carol', 'main'), :'set_login',
+    'a viewer with another set (carol: emea, apac) gets another set login'
+);
+SELECT skip('two instances on one cluster give different set login names: shown by pytest', 1);
+
+------------------------------------------------------------------------------
+-- Memberships: exactly its roles, with INHERIT, nothing granted directly
+------------------------------------------------------------------------------
+SELECT is(
+    pg_temp.memberships(:'set_login'), '{t120_emea,t120_us}',
+    'the set login is a member of exactly its roles in pg_auth_members'
+);
+SELECT ok(
+    NOT EXISTS (
+        SELECT FROM pg_auth_members AS am WHERE am.member = :set_oid AND am.admin_option
+    ),
+    'no membership carries ADMIN OPTION'
+);
+SELECT is(
+    (SELECT row(
+        rolinherit, rolcanlogin, rolsuper, rolcreaterole, rolcreatedb, rolreplication,
+        rolbypassrls
+    )::text FROM pg_roles WHERE oid = :set_oid),
+    '(t,t,f,f,f,f,f)', 'the set login has LOGIN and INHERIT and no other attribute'
+);
+SELECT is(pg_temp.in_dt(format($q$
+    SELECT count(*)::text FROM pg_class AS c, aclexplode(c.relacl) AS a WHERE a.grantee = %s
+    $q$, :set_oid)), '0', 'no table ACL of the data table names the set login');
+SELECT is(pg_temp.in_dt(format($q$
+    SELECT count(*)::text FROM pg_namespace AS n, aclexplode(n.nspacl) AS a WHERE a.grantee = %s
+    $q$, :set_oid)), '0', 'no schema ACL names it');
+SELECT ok(
+    NOT EXISTS (
+        SELECT FROM pg_database AS d, aclexplode(d.datacl) AS a WHERE a.grantee = :set_oid
+    ),
+    'no database ACL names it (CONNECT comes through its roles)'
+);
+
+------------------------------------------------------------------------------
+-- SET ROLE narrows, RESET ROLE returns to the union, other roles fail
+------------------------------------------------------------------------------
+SELECT is(pg_temp.open_as('s', :'j_alice', 'main'), :'set_login', 'a session as the set login');
+SELECT is(
+    pg_temp.query('s', 'SELECT current_user::text'), :'set_login',
+    'current_user is the set login'
+);
+SELECT is(
+    pg_temp.query('s', $q$SELECT string_agg(id::text, ',' ORDER BY id) FROM orders$q$),
+    '1,2,4,5', 'the session sees the union'
+);
+SELECT is(
+    pg_temp.exec('s', 'SET ROLE t120_emea'), 'SET',
+    'SET ROLE to one of its roles is allowed'
+);
+SELECT is(
+    pg_temp.query('s', $q$SELECT string_agg(id::text, ',' ORDER BY id) FROM orders$q$),
+    '1,4', 'SET ROLE t120_emea narrows to the emea rows'
+);
+SELECT is(pg_temp.exec('s', 'SET ROLE t120_us'), 'SET', 'SET ROLE to its other role');
+SELECT is(
+    pg_temp.query('s', $q$SELECT string_agg(id::text, ',' ORDER BY id) FROM orders$q$),
+    '2,5', '... narrows to the us rows'
+);
+SELECT is(pg_temp.exec('s', 'RESET ROLE'), 'RESET', 'RESET ROLE');
+SELECT is(
+    pg_temp.query('s', $q$
+        SELECT current_user::text || ':' || string_agg(id::text, ',' ORDER BY id) FROM orders
+    $q$),
+    :'set_login' || ':1,2,4,5', 'RESET ROLE returns to the set login and the union'
+);
+SELECT throws_ok(
+    $$SELECT tap.exec('s', 'SET ROLE t120_apac')$$, '42501', null,
+    'SET ROLE to a catalog role it does not hold fails'
+);
+SELECT throws_ok(
+    $$SELECT tap.exec('s', 'SET ROLE t120_admin')$$, '42501', null,
+    'SET ROLE to the admin login fails'
+);
+SELECT throws_ok(
+    $$SELECT tap.exec('s', 'SET ROLE dtr_owner')$$, '42501', null,
+    'SET ROLE to the package owner fails'
+);
+SELECT is(
+    pg_temp.query('s', $q$
+        SELECT current_user::text || ':' || string_agg(id::text, ',' ORDER BY id) FROM orders
+    $q$),
+    :'set_login' || ':1,2,4,5', 'after the failures: still the set login, the union'
+);
+
+------------------------------------------------------------------------------
+-- A set login owns what it creates; no other role or viewer reaches it
+------------------------------------------------------------------------------
+SELECT is(
+    pg_temp.exec('s', 'CREATE TABLE t120_mine (x integer)'), 'CREATE TABLE',
+    'the set login creates a table'
+);
+SELECT is(pg_temp.exec('s', 'INSERT INTO t120_mine VALUES (42)'), 'INSERT 0 1', '... and fills it');
+SELECT is(
+    pg_temp.in_dt($q$SELECT tableowner::text FROM pg_tables WHERE tablename = 't120_mine'$q$),
+    :'set_login', 'the table belongs to the set login'
+);
+SELECT is(
+    pg_temp.query('s', 'SELECT string_agg(x::text, $$,$$) FROM t120_mine'), '42',
+    'the set login reads its table'
+);
+SELECT is(
+    pg_temp.open_as('e', :'j_eve', 'main'), 't120_emea',
+    'eve (emea only) logs in as t120_emea'
+);
+SELECT throws_ok(
+    $$SELECT tap.query('e', 'SELECT count(*)::text FROM t120_mine')$$, '42501', null,
+    'the login of one of its roles (t120_emea) cannot read the set login''s table'
+);
+SELECT matches(
+    pg_temp.open_as('c', :'j_carol', 'main'), '^wm_set_',
+    'carol (emea, apac) logs in as her own set login'
+);
+SELECT throws_ok(
+    $$SELECT tap.query('c', 'SELECT count(*)::text FROM t120_mine')$$, '42501', null,
+    'another viewer''s set login cannot read it'
+);
+SELECT is(pg_temp.exec('s', 'SET ROLE t120_emea'), 'SET', 'the set login narrows to t120_emea ...');
+SELECT throws_ok(
+    $$SELECT tap.query('s', 'SELECT count(*)::text FROM t120_mine')$$, '42501', null,
+    '... and then cannot read its own table either (objects belong to the set login)'
+);
+SELECT is(pg_temp.exec('s', 'RESET ROLE'), 'RESET', 'RESET ROLE');
+
+------------------------------------------------------------------------------
+-- A rename moves no login
+------------------------------------------------------------------------------
+DO $$ BEGIN PERFORM rename_datatable_role('t120_us', 't120_usa'); END $$;
+-- The policy names the role as text: re-point it, as an operator would.
+SELECT tap.exec_in('t120_dt', $sql$
+    SET ROLE t120_admin;
+    DROP POLICY t120_us_us ON orders;
+    CREATE POLICY t120_usa_us ON orders FOR SELECT
+        USING (region = 'us' AND pg_has_role(current_user, 't120_usa', 'member'));
+$sql$) AS ok \gset
+SELECT is(
+    pg_temp.login_of(:'j_alice', 'main'), :'set_login',
+    'after renaming t120_us to t120_usa, alice resolves to the same set login'
+);
+SELECT is(
+    (SELECT oid FROM pg_roles WHERE rolname = :'set_login'), :'set_oid'::oid,
+    '... the same role (same oid)'
+);
+SELECT is(
+    pg_temp.roles_of(:'j_alice', 'main'), '{t120_emea,t120_usa}',
+    '... holding the renamed role'
+);
+SELECT is(
+    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    '... which logs in and still sees the union'
+);
+SELECT is(
+    pg_temp.query('s', $q$SELECT string_agg(id::text, ',' ORDER BY id) FROM orders$q$),
+    '1,2,4,5', 'the open session as the set login goes on working'
+);
+
+------------------------------------------------------------------------------
+-- A change in the viewer's groups resolves to another set login
+------------------------------------------------------------------------------
+DO $$ BEGIN
+    PERFORM remove_group_member('ws', 'us', 'alice');
+    PERFORM add_group_member('ws', 'apac', 'alice');
+END $$;
+SELECT isnt(
+    pg_temp.login_of(:'j_alice', 'main'), :'set_login',
+    'alice moved from us to apac: her job resolves to another login'
+);
+SELECT is(
+    pg_temp.login_of(:'j_alice', 'main'), pg_temp.login_of(:'j_carol', 'main'),
+    '... the set login of {emea, apac}, the one carol has'
+);
+SELECT is(pg_temp.seen(:'j_alice', 'main'), '1,3,4', '... which sees emea and apac');
+SELECT is(
+    pg_temp.memberships(:'set_login'), '{t120_emea,t120_usa}',
+    'the old set login''s memberships are unchanged'
+);
+SELECT is(pg_temp.seen(:'j_bob', 'main'), '1,2,4,5', 'bob still gets the old set login''s rows');
+
+------------------------------------------------------------------------------
+-- explain_datatable_role never creates a login
+------------------------------------------------------------------------------
+SELECT explain_datatable_role(:'j_dan', 'main') ->> 'login' AS dan_login \gset
+SELECT is(
+    explain_datatable_role(:'j_dan', 'main') -> 'login_exists', 'false'::jsonb,
+    'explain for a new set (dan: us, apac) says its login does not exist'
+);
+SELECT ok(
+    NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'dan_login')
+    AND NOT EXISTS (SELECT FROM datatable_roles.datatable_role_set WHERE login = :'dan_login'),
+    'after explain, there is still no such role and no row'
+);
+SELECT is(pg_temp.seen(:'j_dan', 'main'), '2,3,5', 'resolving dan makes the set login: us + apac');
+SELECT is(pg_temp.login_of(:'j_dan', 'main'), :'dan_login', '... with the name explain gave');
+SELECT is(
+    explain_datatable_role(:'j_dan', 'main') -> 'login_exists', 'true'::jsonb,
+    'explain now says the login exists'
+);
+
+DO $$ BEGIN
+    PERFORM tap.close('s');
+    PERFORM tap.close('e');
+    PERFORM tap.close('c');
+END $$;
+
+SELECT * FROM finish();

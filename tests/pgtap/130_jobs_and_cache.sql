@@ -1,0 +1,447 @@
+-- SPEC section 7: the viewer recorded at a job's start (per origin, once),
+-- the identity captured then, bad input, and the result cache path.
+\set test t130
+\ir lib/begin.psql
+
+SELECT plan(75);
+
+-- tap.seen, tap.login_of and tap.roles_of, with an error (a refusal where a
+-- login was expected) reported as 'error SQLSTATE: message' in the failing
+-- test instead of ending the file.
+CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.seen(p_job, p_datatable, p_role);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.login_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.login_of(p_job, p_datatable, p_role);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.roles_of(p_job, p_datatable, p_role);
+EXCEPTION WHEN OTHERS THEN
+    RETURN array['error ' || SQLSTATE || ': ' || SQLERRM];
+END;
+$$;
+
+-- The recorded viewer of a job.
+CREATE FUNCTION pg_temp.viewer_of(p_job uuid) RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT p.end_user_email FROM datatable_roles.job_perms AS p WHERE p.job_id = p_job
+$$;
+
+-- The error of a call, as 'SQLSTATE: message' ('no error' otherwise).
+CREATE FUNCTION pg_temp.start_error(
+    p_job uuid, p_workspace text, p_permissioned_as text, p_origin text,
+    p_caller_email text DEFAULT null, p_token_job uuid DEFAULT null
+)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM record_job_start(p_job, p_workspace, p_permissioned_as, p_origin,
+        p_caller_email, p_token_job);
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.path_error(p_job uuid, p_runnable text, p_args jsonb) RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM cached_result_path(p_job, p_runnable, p_args);
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+-- A refused resolution, as 'SQLSTATE|DETAIL' ('not refused' otherwise).
+CREATE FUNCTION pg_temp.refusal(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    st text;
+    det text;
+BEGIN
+    PERFORM * FROM tap.resolve(p_job, p_datatable, p_role);
+    RETURN 'not refused';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+    RETURN st || '|' || coalesce(det, '');
+END;
+$$;
+
+-- Workspace ws: pub (the identity of most jobs), alice (tenant of t130_us),
+-- bob (tenant of t130_emea), gx (group x), gy (joins group x later),
+-- fy (reads folder fx), ad (made a workspace admin later).
+-- Data table main: no default; t130_us {u/alice} sees us, t130_emea {u/bob}
+-- sees emea, t130_x {g/x} and t130_f {f/fx} see apac.
+-- Workspace ws2: pub2, for a token of another workspace.
+SELECT tap.new_datatable_db('t130_dt', 't130_admin') AS admin_pw \gset
+DO $$ BEGIN
+    PERFORM add_workspace('ws');
+    PERFORM add_workspace('ws2');
+    PERFORM add_workspace_user('ws', 'pub', 'pub@x.io');
+    PERFORM add_workspace_user('ws', 'alice', 'alice@x.io');
+    PERFORM add_workspace_user('ws', 'bob', 'bob@x.io');
+    PERFORM add_workspace_user('ws', 'gx', 'gx@x.io');
+    PERFORM add_workspace_user('ws', 'gy', 'gy@x.io');
+    PERFORM add_workspace_user('ws', 'fy', 'fy@x.io');
+    PERFORM add_workspace_user('ws', 'ad', 'ad@x.io');
+    PERFORM add_workspace_user('ws2', 'pub2', 'pub2@x.io');
+    PERFORM add_group_member('ws', 'x', 'gx');
+    PERFORM set_folder_access('ws', 'fx', 'u/fy', 'read');
+    PERFORM create_datatable_role('t130_us');
+    PERFORM create_datatable_role('t130_emea');
+    PERFORM create_datatable_role('t130_x');
+    PERFORM create_datatable_role('t130_f');
+END $$;
+SELECT register_datatable('ws', 'main', 't130_dt', 't130_admin', :'admin_pw') AS dt_id \gset
+SELECT tap.allow_region('t130_dt', 't130_admin', 't130_us', 'us') AS ok \gset
+SELECT tap.allow_region('t130_dt', 't130_admin', 't130_emea', 'emea') AS ok \gset
+SELECT tap.allow_region('t130_dt', 't130_admin', 't130_x', 'apac') AS ok \gset
+SELECT tap.allow_region('t130_dt', 't130_admin', 't130_f', 'apac') AS ok \gset
+DO $$ BEGIN
+    PERFORM set_datatable_role_tenants('ws', 'main', 't130_us', '{u/alice}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't130_emea', '{u/bob}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't130_x', '{g/x}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't130_f', '{f/fx}');
+    PERFORM set_datatable_default_role('ws', 'main', null);
+END $$;
+
+SELECT
+    gen_random_uuid() AS j_app, gen_random_uuid() AS j_anon, gen_random_uuid() AS j_run,
+    gen_random_uuid() AS j_preview, gen_random_uuid() AS j_child, gen_random_uuid() AS j_grand,
+    gen_random_uuid() AS j_child_bob, gen_random_uuid() AS j_child_anon,
+    gen_random_uuid() AS j_sched, gen_random_uuid() AS j_trig, gen_random_uuid() AS j_agent
+\gset
+
+------------------------------------------------------------------------------
+-- The viewer, per origin
+------------------------------------------------------------------------------
+SELECT is(
+    record_job_start(:'j_app', 'ws', 'u/pub', 'app', 'alice@x.io'), 'alice@x.io',
+    'app with a session: the session''s user is the viewer'
+);
+SELECT is(pg_temp.viewer_of(:'j_app'), 'alice@x.io', '... recorded in job_perms');
+SELECT is(pg_temp.seen(:'j_app', 'main'), '2,5', '... and the connection shows alice''s rows');
+
+SELECT is(
+    record_job_start(:'j_anon', 'ws', 'u/pub', 'app'), null,
+    'app without a session (anonymous viewer): no viewer'
+);
+SELECT ok(
+    EXISTS (SELECT FROM datatable_roles.job_perms WHERE job_id = :'j_anon')
+    AND pg_temp.viewer_of(:'j_anon') IS null, '... recorded with a NULL viewer'
+);
+SELECT is(
+    pg_temp.refusal(:'j_anon', 'main'), '42501|refused by rule R5',
+    '... so a data table with no default refuses it'
+);
+
+SELECT is(
+    record_job_start(:'j_run', 'ws', 'u/pub', 'run', 'alice@x.io'), 'alice@x.io',
+    'run: the caller is the viewer'
+);
+SELECT is(pg_temp.seen(:'j_run', 'main'), '2,5', '... and sees alice''s rows');
+SELECT is(
+    record_job_start(:'j_preview', 'ws', 'u/pub', 'preview', 'bob@x.io'), 'bob@x.io',
+    'preview: the caller is the viewer'
+);
+SELECT is(pg_temp.seen(:'j_preview', 'main'), '1,4', '... and sees bob''s rows');
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'run'),
+    '22004:%', 'run without a caller is refused (22004)'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'preview'),
+    '22004:%', 'preview without a caller is refused (22004)'
+);
+
+SELECT is(
+    record_job_start(:'j_child', 'ws', 'u/pub', 'job_token', null, :'j_app'), 'alice@x.io',
+    'job_token: the viewer is the token job''s recorded viewer'
+);
+SELECT is(pg_temp.seen(:'j_child', 'main'), '2,5', '... and the child sees alice''s rows');
+SELECT is(
+    record_job_start(:'j_grand', 'ws', 'u/bob', 'job_token', null, :'j_child'),
+    'alice@x.io', 'job_token of a job_token child: still alice, whoever runs it'
+);
+SELECT is(pg_temp.seen(:'j_grand', 'main'), '2,5', '... and sees alice''s rows');
+SELECT is(
+    record_job_start(:'j_child_bob', 'ws', 'u/pub', 'job_token', null, :'j_preview'),
+    'bob@x.io', 'job_token of bob''s preview: bob'
+);
+SELECT is(
+    record_job_start(:'j_child_anon', 'ws', 'u/pub', 'job_token', null, :'j_anon'), null,
+    'job_token of an anonymous app job: no viewer'
+);
+SELECT is(
+    pg_temp.refusal(:'j_child_anon', 'main'), '42501|refused by rule R5',
+    '... refused on a data table with no default'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'job_token', 'bob@x.io', :'j_app'),
+    '22023:%',
+    'job_token with a caller_email is refused (22023): the viewer is looked up, never passed'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'job_token'),
+    '22004:%', 'job_token without a token job is refused (22004)'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'job_token', null, gen_random_uuid()),
+    'P0002:%', 'job_token of a job never recorded is refused (P0002)'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws2', 'u/pub2', 'job_token', null, :'j_app'),
+    '22023:%', 'job_token of another workspace''s job is refused (22023)'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'run', 'alice@x.io', :'j_app'),
+    '22023:%', 'a token job id with another origin than job_token is refused (22023)'
+);
+
+SELECT is(
+    record_job_start(:'j_sched', 'ws', 'u/alice', 'schedule'), null,
+    'schedule: no viewer (not even its author alice)'
+);
+SELECT is(record_job_start(:'j_trig', 'ws', 'u/alice', 'trigger'), null, 'trigger: no viewer');
+SELECT is(
+    record_job_start(:'j_agent', 'ws', 'u/alice', 'agent_tool'), null,
+    'agent_tool: no viewer'
+);
+SELECT is(
+    pg_temp.refusal(:'j_sched', 'main'), '42501|refused by rule R5',
+    'the schedule of alice has no viewer: refused where only viewers hold roles'
+);
+SELECT is(
+    pg_temp.seen(:'j_sched', 'main', 't130_us'), '2,5',
+    '... though its identity alice may name t130_us'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'schedule', 'alice@x.io'),
+    '22023:%', 'schedule with a caller_email is refused (22023)'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'trigger', 'alice@x.io'),
+    '22023:%', 'trigger with a caller_email is refused (22023)'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'agent_tool', 'alice@x.io'),
+    '22023:%', 'agent_tool with a caller_email is refused (22023)'
+);
+
+------------------------------------------------------------------------------
+-- Recorded once: the viewer cannot change
+------------------------------------------------------------------------------
+SELECT tap.state() AS state_once \gset
+SELECT alike(
+    pg_temp.start_error(:'j_app', 'ws', 'u/pub', 'app', 'bob@x.io'),
+    '23505:%', 'recording a job a second time (another viewer) is refused (23505)'
+);
+SELECT alike(
+    pg_temp.start_error(:'j_app', 'ws', 'u/pub', 'schedule'),
+    '23505:%', 'recording it again with no viewer is refused too (23505)'
+);
+SELECT is(pg_temp.viewer_of(:'j_app'), 'alice@x.io', 'the recorded viewer is unchanged');
+SELECT is(tap.state(), :'state_once', 'nothing changed');
+SELECT is(pg_temp.seen(:'j_app', 'main'), '2,5', 'the job still shows alice''s rows');
+
+------------------------------------------------------------------------------
+-- The identity's groups, folders and admin flag are those of the job's start
+------------------------------------------------------------------------------
+SELECT tap.start_job('ws', 'u/gx', 'schedule') AS j_gx \gset
+SELECT tap.start_job('ws', 'u/gy', 'schedule') AS j_gy \gset
+SELECT tap.start_job('ws', 'u/fy', 'schedule') AS j_fy \gset
+SELECT tap.start_job('ws', 'u/ad', 'schedule') AS j_ad \gset
+SELECT is(pg_temp.seen(:'j_gx', 'main', 't130_x'), '3', 'gx (group x) names t130_x {g/x}');
+DO $$ BEGIN
+    PERFORM remove_group_member('ws', 'x', 'gx');
+    PERFORM add_group_member('ws', 'x', 'gy');
+    PERFORM set_folder_access('ws', 'fx', 'u/fy', 'none');
+    PERFORM add_workspace_user('ws', 'ad', 'ad@x.io', true);
+END $$;
+SELECT tap.start_job('ws', 'u/gx', 'schedule') AS j_gx2 \gset
+SELECT tap.start_job('ws', 'u/gy', 'schedule') AS j_gy2 \gset
+SELECT tap.start_job('ws', 'u/fy', 'schedule') AS j_fy2 \gset
+SELECT tap.start_job('ws', 'u/ad', 'schedule') AS j_ad2 \gset
+SELECT is(
+    pg_temp.seen(:'j_gx', 'main', 't130_x'), '3',
+    'gx left group x after the start: the job still uses the captured g/x'
+);
+SELECT is(
+    pg_temp.refusal(:'j_gx2', 'main', 't130_x'), '42501|refused by rule R1',
+    'a job of gx started after that may not name t130_x'
+);
+SELECT is(
+    pg_temp.refusal(:'j_gy', 'main', 't130_x'), '42501|refused by rule R1',
+    'gy joined group x after the start: the job still has the captured (no) groups'
+);
+SELECT is(pg_temp.seen(:'j_gy2', 'main', 't130_x'), '3', 'a job of gy started after that may');
+SELECT is(
+    pg_temp.seen(:'j_fy', 'main', 't130_f'), '3',
+    'fy lost folder fx after the start: the job still uses the captured f/fx'
+);
+SELECT is(
+    pg_temp.refusal(:'j_fy2', 'main', 't130_f'), '42501|refused by rule R1',
+    'a job of fy started after that may not name t130_f'
+);
+SELECT is(
+    pg_temp.refusal(:'j_ad', 'main', 't130_us'), '42501|refused by rule R1',
+    'ad became a workspace admin after the start: the job is still no admin'
+);
+SELECT is(
+    pg_temp.seen(:'j_ad2', 'main', 't130_us'), '2,5',
+    'a job of ad started after that is an admin and may name t130_us'
+);
+SELECT is(
+    explain_datatable_role(:'j_gx', 'main', 't130_x') #>> '{steps,0,memberships}',
+    'captured at job start', 'explain says the identity''s memberships are captured at start'
+);
+
+------------------------------------------------------------------------------
+-- Bad input is refused and changes nothing
+------------------------------------------------------------------------------
+SELECT tap.state() AS state_bad \gset
+SELECT alike(
+    pg_temp.start_error(null, 'ws', 'u/pub', 'schedule'),
+    '22004:%', 'NULL job_id: 22004'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), null, 'u/pub', 'schedule'),
+    '22004:%', 'NULL workspace: 22004'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', null, 'schedule'),
+    '22004:%', 'NULL permissioned_as: 22004'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', null),
+    '22004:%', 'NULL origin: 22004'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'pub', 'schedule'),
+    '22023:%', 'permissioned_as without u/: 22023'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'g/x', 'schedule'),
+    '22023:%', 'permissioned_as naming a group: 22023'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/', 'schedule'),
+    '22023:%', 'permissioned_as u/ with no username: 22023'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'cron'),
+    '22023:%', 'unknown origin cron: 22023'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'APP'),
+    '22023:%', 'origin APP (case): 22023'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'run', 'not-an-email'),
+    '22023:%', 'malformed caller email (run): 22023'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'app', 'a b@x.io'),
+    '22023:%', 'malformed session email (app): 22023'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'nows', 'u/pub', 'schedule'),
+    'P0002:%', 'unknown workspace: P0002'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/nobody', 'schedule'),
+    'P0002:%', 'unknown user: P0002'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws2', 'u/pub', 'schedule'),
+    'P0002:%', 'a user of another workspace: P0002'
+);
+SELECT alike(
+    pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'job_token', null, gen_random_uuid()),
+    'P0002:%', 'unknown token job: P0002'
+);
+SELECT is(tap.state(), :'state_bad', 'none of the refused calls changed anything');
+
+------------------------------------------------------------------------------
+-- cached_result_path
+------------------------------------------------------------------------------
+SELECT cached_result_path(:'j_app', 'f/x/report', '{"a":1,"b":2}') AS p_alice \gset
+SELECT is(
+    cached_result_path(:'j_app', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
+    'the same inputs give the same path'
+);
+SELECT is(
+    cached_result_path(:'j_app', 'f/x/report', '{"b":2,"a":1}'), :'p_alice',
+    'the key order of args does not matter'
+);
+SELECT isnt(
+    cached_result_path(:'j_app', 'f/x/report', '{"a":1,"b":3}'), :'p_alice',
+    'other args give another path'
+);
+SELECT isnt(
+    cached_result_path(:'j_app', 'f/x/other', '{"a":1,"b":2}'), :'p_alice',
+    'another runnable gives another path'
+);
+SELECT is(
+    cached_result_path(:'j_run', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
+    'another run with the same viewer (alice) shares the path'
+);
+SELECT isnt(
+    cached_result_path(:'j_preview', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
+    'another viewer (bob) gets another path'
+);
+SELECT is(
+    cached_result_path(:'j_child', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
+    'a job_token child shares its parent''s viewer path'
+);
+SELECT is(
+    cached_result_path(:'j_child_bob', 'f/x/report', '{"a":1,"b":2}'),
+    cached_result_path(:'j_preview', 'f/x/report', '{"a":1,"b":2}'),
+    'the job_token child of bob''s preview shares bob''s path'
+);
+SELECT is(
+    cached_result_path(:'j_sched', 'f/x/report', '{"a":1,"b":2}'),
+    cached_result_path(:'j_anon', 'f/x/report', '{"a":1,"b":2}'),
+    'two runs with no viewer (a schedule and an anonymous app) share one path'
+);
+SELECT is(
+    cached_result_path(:'j_agent', 'f/x/report', '{"a":1,"b":2}'),
+    cached_result_path(:'j_anon', 'f/x/report', '{"a":1,"b":2}'),
+    '... and so does an agent tool job'
+);
+SELECT isnt(
+    cached_result_path(:'j_sched', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
+    'the no-viewer path is not alice''s'
+);
+SELECT alike(
+    pg_temp.path_error(gen_random_uuid(), 'f/x/report', '{}'),
+    'P0002:%', 'an unknown job: P0002'
+);
+
+SELECT * FROM finish();

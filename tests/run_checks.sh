@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# All checks of `make test`, in order: sqlfluff, plpgsql_check, pg_prove, pytest.
+# Run inside `python -m datatable_roles.devcluster run -- bash tests/run_checks.sh`, which
+# exports PGHOST/PGPORT/PGUSER (superuser over the socket) and the DTR_* variables.
+# Steps can be named: `bash tests/run_checks.sh lint` (sqlfluff alone, no cluster needed),
+# `... run -- bash tests/run_checks.sh pytest`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${DTR_PYTHON:-python3}
+PG_BIN=${DTR_PG_BIN:-/usr/lib/postgresql/15/bin}
+PSQL=("$PG_BIN/psql" -X -v ON_ERROR_STOP=1)
+
+header() { printf '\n===== %s =====\n' "$*"; }
+
+step_sqlfluff() {
+    header "sqlfluff lint (postgres dialect, config .sqlfluff)"
+    local dirs=() d
+    for d in migrations tests sql; do
+        [[ -d $d ]] && dirs+=("$d")
+    done
+    if ((${#dirs[@]} == 0)); then
+        echo "no SQL directories"
+        return 0
+    fi
+    "$PYTHON" -m sqlfluff lint --nocolor "${dirs[@]}"
+}
+
+step_plpgsql_check() {
+    header "plpgsql_check (functions owned by $DTR_OWNER)"
+    "${PSQL[@]}" -q -d postgres -c 'SET client_min_messages = warning' \
+        -c 'DROP DATABASE IF EXISTS dtr_check WITH (FORCE)' \
+        -c "CREATE DATABASE dtr_check TEMPLATE $DTR_TEMPLATE_DB"
+    "${PSQL[@]}" -q -d dtr_check -c 'CREATE EXTENSION plpgsql_check'
+    "${PSQL[@]}" -d dtr_check -v owner="$DTR_OWNER" -f tests/plpgsql_check.sql
+    "${PSQL[@]}" -q -d postgres -c 'DROP DATABASE dtr_check WITH (FORCE)'
+}
+
+step_pg_prove() {
+    header "pg_prove tests/pgtap/*.sql"
+    local files=()
+    shopt -s nullglob
+    files=(tests/pgtap/*.sql)
+    shopt -u nullglob
+    if ((${#files[@]} == 0)); then
+        echo "no pgTAP files"
+        return 0
+    fi
+    # -j1: the tests create cluster-wide roles.
+    pg_prove --psql-bin "$PG_BIN/psql" --ext .sql -j1 --failures --comments \
+        -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres "${files[@]}"
+}
+
+step_pytest() {
+    header "pytest tests/"
+    "$PYTHON" -m pytest -q tests
+}
+
+steps=("$@")
+((${#steps[@]})) || steps=(sqlfluff plpgsql_check pg_prove pytest)
+for step in "${steps[@]}"; do
+    case $step in
+        lint | sqlfluff) step_sqlfluff ;;
+        plpgsql_check | pg_prove | pytest)
+            : "${PGHOST:?run this inside: python -m datatable_roles.devcluster run -- bash $0}"
+            "step_$step"
+            ;;
+        *)
+            echo "unknown step: $step (sqlfluff|plpgsql_check|pg_prove|pytest)" >&2
+            exit 2
+            ;;
+    esac
+done
