@@ -386,7 +386,8 @@ SELECT is(
     'her group memberships are gone'
 );
 SELECT results_eq(
-    $$SELECT folder, principal FROM datatable_roles.folder_access WHERE workspace = 'ws' ORDER BY 1, 2$$,
+    $$SELECT folder, principal FROM datatable_roles.folder_access
+      WHERE workspace = 'ws' ORDER BY 1, 2$$,
     $$VALUES ('reports'::text, 'u/alice2'::text), ('shared', 'g/ops')$$,
     'her folder grants are gone, other grants stay'
 );

@@ -140,7 +140,8 @@ SELECT is(
     'a new role is enabled'
 );
 SELECT results_eq(
-    $$SELECT rolcanlogin, rolinherit, rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls
+    $$SELECT rolcanlogin, rolinherit, rolsuper, rolcreaterole, rolcreatedb, rolreplication,
+             rolbypassrls
       FROM pg_authid WHERE rolname = 't20_sales'$$,
     $$VALUES (true, true, false, false, false, false, false)$$,
     'its login exists: LOGIN, INHERIT, and no attribute beyond'
@@ -280,7 +281,8 @@ SELECT is(
     'the old name is gone from the cluster and the catalog'
 );
 SELECT results_eq(
-    $$SELECT name, default_role FROM datatable_roles.datatable WHERE workspace = 'ws' ORDER BY name$$,
+    $$SELECT name, default_role FROM datatable_roles.datatable
+      WHERE workspace = 'ws' ORDER BY name$$,
     $$VALUES ('main'::text, 't20_europe'::text), ('second', 't20_europe')$$,
     'the default role follows the rename on every data table'
 );
@@ -549,7 +551,8 @@ SELECT is(
     'it is gone from the catalog and every role map'
 );
 SELECT results_eq(
-    $$SELECT name, default_role FROM datatable_roles.datatable WHERE workspace = 'ws' ORDER BY name$$,
+    $$SELECT name, default_role FROM datatable_roles.datatable
+      WHERE workspace = 'ws' ORDER BY name$$,
     $$VALUES ('main'::text, '*none*'::text), ('second', '*none*')$$,
     'the data tables it was the default of have no default (R11), not admin'
 );

@@ -82,13 +82,14 @@ SELECT is(
 SELECT register_datatable('ws', 'main', 't30_dt', 't30_admin', :'admin_pw') AS main_id \gset
 SELECT results_eq(
     format(
-        $$SELECT workspace, name, governing_id, dbname, admin_login, admin_password, default_role, admin_tenants
+        $$SELECT workspace, name, governing_id, dbname, admin_login, admin_password, default_role,
+                  admin_tenants
              FROM datatable_roles.datatable WHERE id = %s$$,
         :'main_id'
     ),
     format(
-        $$VALUES ('ws'::text, 'main'::text, NULL::bigint, 't30_dt'::text, 't30_admin'::text, %L::text,
-                     'admin'::text, '{}'::text[])$$,
+        $$VALUES ('ws'::text, 'main'::text, NULL::bigint, 't30_dt'::text, 't30_admin'::text,
+                  %L::text, 'admin'::text, '{}'::text[])$$,
         :'admin_pw'
     ),
     'register_datatable stores the data table with default role admin and returns its id'
@@ -402,7 +403,8 @@ SELECT results_eq(
     format($$SELECT workspace, name, governing_id, dbname, admin_login, admin_password, default_role
              FROM datatable_roles.datatable WHERE id = %s$$, :'fork_id'),
     format(
-        $$VALUES ('fork'::text, 'main'::text, %s::bigint, NULL::text, NULL::text, NULL::text, NULL::text)$$,
+        $$VALUES ('fork'::text, 'main'::text, %s::bigint, NULL::text, NULL::text, NULL::text,
+                  NULL::text)$$,
         :'main_id'
     ),
     'reference_datatable stores a reference to the governing entry, holding nothing of its own'

@@ -60,7 +60,10 @@ BEGIN
     PERFORM add_workspace_user('ws', 'pub', 'pub@x.io');
     PERFORM create_datatable_role('t40_r');
 END $$;
-SELECT ok(register_datatable('ws', 'main', 't40_dt', 't40_admin', :'admin_pw') > 0, 'ws/main registered');
+SELECT ok(
+    register_datatable('ws', 'main', 't40_dt', 't40_admin', :'admin_pw') > 0,
+    'ws/main registered'
+);
 DO $$
 BEGIN
     PERFORM set_datatable_role_tenants('ws', 'main', 't40_r', '{u/alice}');
@@ -71,7 +74,8 @@ SELECT tap.start_job('ws', 'u/pub', 'app', 'alice@x.io') AS job \gset
 -- the package owner and the worker role
 ------------------------------------------------------------------------------
 SELECT results_eq(
-    $$SELECT rolsuper, rolcreaterole, rolbypassrls, rolreplication FROM pg_roles WHERE rolname = 'dtr_owner'$$,
+    $$SELECT rolsuper, rolcreaterole, rolbypassrls, rolreplication
+      FROM pg_roles WHERE rolname = 'dtr_owner'$$,
     $$VALUES (false, true, false, false)$$,
     'the package owner is not a superuser: CREATEROLE, no BYPASSRLS, no REPLICATION'
 );
@@ -80,7 +84,7 @@ SELECT ok(
     'the package owner may end sessions (pg_signal_backend)'
 );
 SELECT is(
-    ARRAY(
+    array(
         SELECT DISTINCT r.rolname::text FROM pg_proc AS p JOIN pg_roles AS r ON r.oid = p.proowner
         WHERE p.oid IN (SELECT pg_temp.package_functions())
         UNION
@@ -91,14 +95,17 @@ SELECT is(
     'every function and table of the package is owned by the package owner'
 );
 SELECT results_eq(
-    $$SELECT rolsuper, rolcreaterole, rolcreatedb, rolbypassrls FROM pg_roles WHERE rolname = 'dtr_worker'$$,
+    $$SELECT rolsuper, rolcreaterole, rolcreatedb, rolbypassrls
+      FROM pg_roles WHERE rolname = 'dtr_worker'$$,
     $$VALUES (false, false, false, false)$$,
     'the worker role has no attributes'
 );
 SELECT is(
-    ARRAY(SELECT r.rolname::text FROM pg_roles AS r
-          WHERE r.rolname <> 'dtr_worker' AND pg_has_role('dtr_worker', r.oid, 'USAGE')
-          ORDER BY 1),
+    array(
+        SELECT r.rolname::text FROM pg_roles AS r
+        WHERE r.rolname <> 'dtr_worker' AND pg_has_role('dtr_worker', r.oid, 'USAGE')
+        ORDER BY 1
+    ),
     '{}'::text[],
     'the worker role holds no other role: not the owner, no admin login, no catalog role'
 );
@@ -156,10 +163,12 @@ FROM unnest(ARRAY[
     $$SELECT * FROM datatable_roles_dblink.dblink('dbname=postgres', 'SELECT 1') AS t (x integer)$$
 ]) AS c;
 SELECT is(
-    ARRAY(
+    array(
         SELECT CASE WHEN acl.grantee = 0 THEN 'PUBLIC' ELSE acl.grantee::regrole::text END
-        FROM pg_namespace AS n, aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) AS acl
-        WHERE n.nspname = 'datatable_roles_dblink' AND acl.privilege_type = 'USAGE'
+        FROM pg_namespace AS n
+        CROSS JOIN LATERAL aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) AS acl
+        WHERE
+            n.nspname = 'datatable_roles_dblink' AND acl.privilege_type = 'USAGE'
             AND acl.grantee <> n.nspowner
         ORDER BY 1
     ),
@@ -170,8 +179,11 @@ SELECT is(
 ------------------------------------------------------------------------------
 -- the worker role reads and writes no table
 ------------------------------------------------------------------------------
-SELECT pg_temp.worker_refused(format('SELECT * FROM datatable_roles.%I', t), '42501',
-    format('the worker role may not read datatable_roles.%s', t))
+SELECT
+    pg_temp.worker_refused(
+        format('SELECT * FROM datatable_roles.%I', t), '42501',
+        format('the worker role may not read datatable_roles.%s', t)
+    )
 FROM unnest(ARRAY[
     'settings', 'workspace', 'workspace_user', 'group_member', 'folder_access', 'catalog_role',
     'datatable', 'datatable_role', 'datatable_role_set', 'job_perms', 'link_credential'
@@ -194,27 +206,39 @@ SELECT is(
     'the worker role has no USAGE on schema datatable_roles'
 );
 SELECT is(
-    ARRAY(
+    array(
         SELECT c.relname::text FROM pg_class AS c
-        WHERE c.relnamespace = 'datatable_roles'::regnamespace
-            AND CASE WHEN c.relkind = 'S'
-                THEN has_sequence_privilege('dtr_worker', c.oid, 'USAGE, SELECT, UPDATE')
+        WHERE
+            c.relnamespace = 'datatable_roles'::regnamespace
+            AND CASE
+                WHEN c.relkind = 'S'
+                    THEN has_sequence_privilege('dtr_worker', c.oid, 'USAGE, SELECT, UPDATE')
                 WHEN c.relkind IN ('r', 'p', 'v', 'm', 'f')
-                THEN has_table_privilege('dtr_worker', c.oid,
-                    'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
-                    OR has_any_column_privilege('dtr_worker', c.oid, 'SELECT, INSERT, UPDATE, REFERENCES')
-                ELSE false END
+                    THEN has_table_privilege(
+                        'dtr_worker', c.oid,
+                        'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER'
+                    )
+                    OR has_any_column_privilege(
+                        'dtr_worker', c.oid, 'SELECT, INSERT, UPDATE, REFERENCES'
+                    )
+                ELSE false
+            END
         ORDER BY 1
     ),
     '{}'::text[],
     'the worker role holds no privilege on any table, column or sequence of the package'
 );
 SELECT is(
-    ARRAY(
-        SELECT c.relname::text FROM pg_class AS c,
-            aclexplode(coalesce(c.relacl, acldefault(CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END::"char", c.relowner)))
-                AS acl
-        WHERE c.relnamespace = 'datatable_roles'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+    array(
+        SELECT c.relname::text FROM pg_class AS c
+        CROSS JOIN
+            LATERAL aclexplode(coalesce(
+                c.relacl,
+                acldefault(CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END::"char", c.relowner)
+            )) AS acl
+        WHERE
+            c.relnamespace = 'datatable_roles'::regnamespace
+            AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
             AND acl.grantee <> c.relowner
         ORDER BY 1
     ),
@@ -223,9 +247,15 @@ SELECT is(
 );
 SELECT ok(
     NOT has_column_privilege('dtr_worker', 'datatable_roles.catalog_role', 'password', 'SELECT')
-    AND NOT has_column_privilege('dtr_worker', 'datatable_roles.datatable', 'admin_password', 'SELECT')
-    AND NOT has_column_privilege('dtr_worker', 'datatable_roles.datatable_role_set', 'password', 'SELECT')
-    AND NOT has_column_privilege('dtr_worker', 'datatable_roles.link_credential', 'password', 'SELECT'),
+    AND NOT has_column_privilege(
+        'dtr_worker', 'datatable_roles.datatable', 'admin_password', 'SELECT'
+    )
+    AND NOT has_column_privilege(
+        'dtr_worker', 'datatable_roles.datatable_role_set', 'password', 'SELECT'
+    )
+    AND NOT has_column_privilege(
+        'dtr_worker', 'datatable_roles.link_credential', 'password', 'SELECT'
+    ),
     'the worker role cannot read a password column'
 );
 
@@ -233,34 +263,49 @@ SELECT ok(
 -- the worker role may run the resolution calls
 ------------------------------------------------------------------------------
 SELECT ok(
-    has_function_privilege('dtr_worker', 'public.record_job_start(uuid, text, text, text, text, uuid)', 'EXECUTE')
-    AND has_function_privilege('dtr_worker', 'public.resolve_datatable_role(uuid, text, text, boolean)', 'EXECUTE')
-    AND has_function_privilege('dtr_worker', 'public.explain_datatable_role(uuid, text, text)', 'EXECUTE')
-    AND has_function_privilege('dtr_worker', 'public.cached_result_path(uuid, text, jsonb)', 'EXECUTE'),
+    has_function_privilege(
+        'dtr_worker', 'public.record_job_start(uuid, text, text, text, text, uuid)', 'EXECUTE'
+    )
+    AND has_function_privilege(
+        'dtr_worker', 'public.resolve_datatable_role(uuid, text, text, boolean)', 'EXECUTE'
+    )
+    AND has_function_privilege(
+        'dtr_worker', 'public.explain_datatable_role(uuid, text, text)', 'EXECUTE'
+    )
+    AND has_function_privilege(
+        'dtr_worker', 'public.cached_result_path(uuid, text, jsonb)', 'EXECUTE'
+    ),
     'the worker role has EXECUTE on the four resolution calls'
 );
 SELECT is(
-    ARRAY(SELECT p.proname::text FROM pg_proc AS p
-          WHERE p.oid IN (SELECT pg_temp.package_functions())
-              AND has_function_privilege('dtr_worker', p.oid, 'EXECUTE')
-          ORDER BY 1),
+    array(
+        SELECT p.proname::text FROM pg_proc AS p
+        WHERE
+            p.oid IN (SELECT pg_temp.package_functions())
+            AND has_function_privilege('dtr_worker', p.oid, 'EXECUTE')
+        ORDER BY 1
+    ),
     '{cached_result_path,explain_datatable_role,record_job_start,resolve_datatable_role}',
     'and on no other function of the package'
 );
 SELECT is(
     pg_temp.worker_value(format(
-        $$SELECT record_job_start(%L::uuid, 'ws', 'u/pub', 'app', 'alice@x.io')$$, gen_random_uuid())),
+        $$SELECT record_job_start(%L::uuid, 'ws', 'u/pub', 'app', 'alice@x.io')$$, gen_random_uuid()
+    )),
     'alice@x.io',
     'the worker role runs record_job_start'
 );
 SELECT is(
     pg_temp.worker_value(format(
-        $$SELECT cached_result_path(%L::uuid, 'f/x/script', '{"a": 1}')$$, :'job')),
+        $$SELECT cached_result_path(%L::uuid, 'f/x/script', '{"a": 1}')$$, :'job'
+    )),
     cached_result_path(:'job', 'f/x/script', '{"a": 1}'),
     'the worker role runs cached_result_path'
 );
 SELECT is(
-    pg_temp.worker_value(format($$SELECT explain_datatable_role(%L::uuid, 'main')->>'login'$$, :'job')),
+    pg_temp.worker_value(
+        format($$SELECT explain_datatable_role(%L::uuid, 'main')->>'login'$$, :'job')
+    ),
     't40_admin',
     'the worker role runs explain_datatable_role'
 );
@@ -278,10 +323,16 @@ SELECT is(
 SELECT ok(
     NOT EXISTS (
         SELECT FROM datatable_roles.catalog_role AS r
-        WHERE strpos(pg_temp.worker_value(format($$SELECT explain_datatable_role(%L::uuid, 'main', 't40_r')::text$$,
-            :'job')), r.password) > 0
-    ) AND strpos(pg_temp.worker_value(format($$SELECT explain_datatable_role(%L::uuid, 'main')::text$$, :'job')),
-        :'admin_pw') = 0,
+        WHERE strpos(pg_temp.worker_value(format(
+            $$SELECT explain_datatable_role(%L::uuid, 'main', 't40_r')::text$$,
+            :'job'
+        )), r.password) > 0
+    ) AND strpos(
+        pg_temp.worker_value(
+            format($$SELECT explain_datatable_role(%L::uuid, 'main')::text$$, :'job')
+        ),
+        :'admin_pw'
+    ) = 0,
     'explain_datatable_role shows no password'
 );
 
@@ -293,15 +344,17 @@ SELECT cmp_ok(
     'the package functions are found'
 );
 SELECT is(
-    (SELECT count(*)::integer FROM pg_proc AS p
-     WHERE p.pronamespace = 'public'::regnamespace AND p.proname = ANY(pg_temp.public_api())),
+    (
+        SELECT count(*)::integer FROM pg_proc AS p
+        WHERE p.pronamespace = 'public'::regnamespace AND p.proname = any(pg_temp.public_api())
+    ),
     cardinality(pg_temp.public_api()),
     'every public entry point exists'
 );
 SELECT is(
-    ARRAY(
-        SELECT p.oid::regprocedure::text FROM pg_proc AS p,
-            aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS acl
+    array(
+        SELECT p.oid::regprocedure::text FROM pg_proc AS p
+        CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS acl
         WHERE p.oid IN (SELECT pg_temp.package_functions()) AND acl.grantee = 0
         ORDER BY 1
     ),
@@ -309,9 +362,10 @@ SELECT is(
     'PUBLIC has EXECUTE on no function of the package'
 );
 SELECT is(
-    ARRAY(
+    array(
         SELECT p.oid::regprocedure::text FROM pg_proc AS p
-        WHERE p.oid IN (SELECT pg_temp.package_functions())
+        WHERE
+            p.oid IN (SELECT pg_temp.package_functions())
             AND has_function_privilege('public', p.oid, 'EXECUTE')
         ORDER BY 1
     ),
@@ -319,10 +373,11 @@ SELECT is(
     'has_function_privilege(public) agrees'
 );
 SELECT is(
-    ARRAY(
-        SELECT p.oid::regprocedure::text FROM pg_proc AS p,
-            aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS acl
-        WHERE p.oid IN (SELECT pg_temp.package_functions())
+    array(
+        SELECT p.oid::regprocedure::text FROM pg_proc AS p
+        CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS acl
+        WHERE
+            p.oid IN (SELECT pg_temp.package_functions())
             AND acl.grantee NOT IN ('dtr_owner'::regrole, 'dtr_worker'::regrole)
         ORDER BY 1
     ),
@@ -330,15 +385,18 @@ SELECT is(
     'no function of the package is granted to anyone but the owner and the worker role'
 );
 SELECT cmp_ok(
-    (SELECT count(*)::integer FROM pg_proc AS p
-     WHERE p.oid IN (SELECT pg_temp.package_functions()) AND p.prosecdef),
+    (
+        SELECT count(*)::integer FROM pg_proc AS p
+        WHERE p.oid IN (SELECT pg_temp.package_functions()) AND p.prosecdef
+    ),
     '>=', 20,
     'the package has SECURITY DEFINER functions'
 );
 SELECT is(
-    ARRAY(
+    array(
         SELECT p.oid::regprocedure::text FROM pg_proc AS p
-        WHERE p.oid IN (SELECT pg_temp.package_functions()) AND p.prosecdef
+        WHERE
+            p.oid IN (SELECT pg_temp.package_functions()) AND p.prosecdef
             AND NOT EXISTS (SELECT FROM unnest(p.proconfig) AS c WHERE c LIKE 'search_path=%')
         ORDER BY 1
     ),
@@ -346,9 +404,11 @@ SELECT is(
     'every SECURITY DEFINER function of the package pins search_path'
 );
 SELECT is(
-    ARRAY(
-        SELECT p.oid::regprocedure::text FROM pg_proc AS p, unnest(p.proconfig) AS c
-        WHERE p.oid IN (SELECT pg_temp.package_functions()) AND p.prosecdef
+    array(
+        SELECT p.oid::regprocedure::text FROM pg_proc AS p
+        CROSS JOIN LATERAL unnest(p.proconfig) AS c
+        WHERE
+            p.oid IN (SELECT pg_temp.package_functions()) AND p.prosecdef
             AND c LIKE 'search_path=%'
             AND NOT (
                 c ~ '^search_path=pg_catalog\s*,'
@@ -358,10 +418,11 @@ SELECT is(
         ORDER BY 1
     ),
     '{}'::text[],
-    'each pinned search_path starts with pg_catalog, ends with pg_temp, and has neither public nor $user'
+    'each pinned search_path starts with pg_catalog, ends with pg_temp, '
+    || 'and has neither public nor $user'
 );
 SELECT is(
-    ARRAY(
+    array(
         SELECT p.oid::regprocedure::text FROM pg_proc AS p JOIN pg_roles AS r ON r.oid = p.proowner
         WHERE p.oid IN (SELECT pg_temp.package_functions()) AND p.prosecdef AND r.rolsuper
         ORDER BY 1
