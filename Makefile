@@ -1,6 +1,8 @@
 # datatable-roles: developer and CI entry points.
 #   make test    install what is missing, then lint + plpgsql_check + pg_prove + pytest
 #                against a throwaway cluster
+#   make demo    install what is missing, then a tour on a throwaway cluster: per-viewer
+#                rows under each kind of default role
 #   make lint    sqlfluff only (no cluster)
 #   make schema  regenerate sql/schema.sql from the migrations
 #   make clean   remove the virtualenv and caches
@@ -13,7 +15,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.deps-installed
 DEVCLUSTER := $(VENV)/bin/python -m datatable_roles.devcluster
 
-.PHONY: deps apt-deps test lint schema clean
+.PHONY: deps apt-deps test demo lint schema clean
 
 deps: apt-deps $(STAMP)
 
@@ -39,6 +41,9 @@ $(STAMP): requirements.txt python/pyproject.toml
 
 test: deps
 	$(DEVCLUSTER) run -- bash tests/run_checks.sh
+
+demo: deps
+	$(VENV)/bin/python -m datatable_roles demo
 
 lint: $(STAMP)
 	DTR_PYTHON=$(VENV)/bin/python bash tests/run_checks.sh lint

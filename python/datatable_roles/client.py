@@ -1,0 +1,383 @@
+"""A small typed client over the package's public SQL functions.
+
+::
+
+    from datatable_roles.client import Client
+
+    with Client("host=/run/postgresql dbname=windmill user=worker") as dtr:
+        res = dtr.resolve(job_id, "main")          # Resolution(dbname, login, password, roles)
+        with dtr.connect(job_id, "main") as conn:  # pooled, logged in as res.login
+            conn.execute("SELECT * FROM orders")
+
+Every call binds its values as parameters; no value is ever formatted into SQL text. Errors
+arrive as the classes of :mod:`datatable_roles.errors`. Each call runs in a transaction of its
+own when the metadata connection is idle (or in autocommit); a call made inside a transaction
+the caller opened becomes part of it (a savepoint), and then a set login it creates is only
+usable once the caller commits.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeAlias
+
+import psycopg
+from psycopg import pq
+from psycopg.conninfo import make_conninfo
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from .errors import DatatableRolesError, map_error, redact
+from .migrate import migrate
+
+__all__ = ["Client", "Resolution", "JobId", "migrate"]
+
+JobId: TypeAlias = uuid.UUID | str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The answer of ``resolve_datatable_role``: log in to ``dbname`` as ``login`` with
+    ``password``; the login holds exactly ``roles`` (sorted; ``("admin",)`` for the data
+    table's admin login). The password never shows in ``repr`` or ``str``."""
+
+    dbname: str
+    login: str
+    password: str = field(repr=False)
+    roles: tuple[str, ...]
+
+    @property
+    def kind(self) -> str:
+        """``admin`` (the admin login), ``role`` (one catalog role's login) or ``set``."""
+        if self.roles == ("admin",):
+            return "admin"
+        return "role" if len(self.roles) == 1 else "set"
+
+
+PoolKey: TypeAlias = tuple[str, str]
+
+
+class Client:
+    """Calls the SQL API over one metadata-database connection.
+
+    ``conn`` is a psycopg connection (used as is, never closed here) or a libpq conninfo
+    (URL or ``key=value``; empty means the PG* environment variables), which the client opens
+    in autocommit and closes in :meth:`close`.
+
+    ``host``/``port`` are where :meth:`connect` reaches the data table databases; by default,
+    wherever the metadata connection went. Pools hold ``pool_min_size`` to ``pool_max_size``
+    connections per (login, database).
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any] | str = "", *, host: str | None = None,
+                 port: int | None = None, pool_min_size: int = 1, pool_max_size: int = 4,
+                 pool_timeout: float = 10.0, connect_timeout: int = 10) -> None:
+        if isinstance(conn, str):
+            try:
+                self.conn: psycopg.Connection[Any] = psycopg.connect(conn, autocommit=True)
+            except psycopg.Error as e:
+                raise map_error(e) from None
+            self._owns_conn = True
+        else:
+            self.conn = conn
+            self._owns_conn = False
+        self.host = host if host is not None else self.conn.info.host
+        self.port = port if port is not None else self.conn.info.port
+        self.pool_min_size = pool_min_size
+        self.pool_max_size = pool_max_size
+        self.pool_timeout = pool_timeout
+        self.connect_timeout = connect_timeout
+        self._lock = threading.RLock()
+        self._pools: dict[PoolKey, tuple[str, ConnectionPool]] = {}
+
+    # ---- plumbing ------------------------------------------------------------------------
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every pool, and the metadata connection if the client opened it."""
+        with self._lock:
+            pools = [pool for _, pool in self._pools.values()]
+            self._pools.clear()
+        for pool in pools:
+            pool.close()
+        if self._owns_conn:
+            self.conn.close()
+
+    def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in its own transaction (or savepoint); map errors."""
+        with self._lock:
+            try:
+                if self.conn.autocommit:
+                    return self.conn.execute(query, params).fetchall()
+                with self.conn.transaction():
+                    return self.conn.execute(query, params).fetchall()
+            except psycopg.Error as e:
+                raise map_error(e) from None
+
+    def _value(self, query: str, params: Sequence[Any] = ()) -> Any:
+        rows = self._rows(query, params)
+        return rows[0][0] if rows else None
+
+    @staticmethod
+    def _uuid(job_id: JobId) -> str:
+        return str(job_id)
+
+    # ---- directory -----------------------------------------------------------------------
+
+    def add_workspace(self, workspace: str) -> None:
+        self._rows("SELECT add_workspace(%s)", [workspace])
+
+    def add_workspace_user(self, workspace: str, username: str, email: str,
+                           is_admin: bool = False) -> None:
+        self._rows("SELECT add_workspace_user(%s, %s, %s, %s)",
+                   [workspace, username, email, is_admin])
+
+    def remove_workspace_user(self, workspace: str, username: str) -> None:
+        self._rows("SELECT remove_workspace_user(%s, %s)", [workspace, username])
+
+    def add_group_member(self, workspace: str, group_name: str, username: str) -> None:
+        self._rows("SELECT add_group_member(%s, %s, %s)", [workspace, group_name, username])
+
+    def remove_group_member(self, workspace: str, group_name: str, username: str) -> None:
+        self._rows("SELECT remove_group_member(%s, %s, %s)", [workspace, group_name, username])
+
+    def set_folder_access(self, workspace: str, folder: str, principal: str,
+                          access: str) -> None:
+        """principal ``u/<user>`` or ``g/<group>``; access owner, write, read or none."""
+        self._rows("SELECT set_folder_access(%s, %s, %s, %s)",
+                   [workspace, folder, principal, access])
+
+    # ---- role catalog --------------------------------------------------------------------
+
+    def validate_role_name(self, name: str) -> None:
+        """Raises :class:`~datatable_roles.errors.InvalidInput` on an invalid or reserved
+        name."""
+        self._rows("SELECT validate_role_name(%s)", [name])
+
+    def create_datatable_role(self, name: str) -> int:
+        """Creates the role and its login; returns its catalog id."""
+        return int(self._value("SELECT create_datatable_role(%s)", [name]))
+
+    def rename_datatable_role(self, name: str, new_name: str) -> None:
+        self._rows("SELECT rename_datatable_role(%s, %s)", [name, new_name])
+
+    def set_datatable_role_enabled(self, name: str, enabled: bool) -> None:
+        self._rows("SELECT set_datatable_role_enabled(%s, %s)", [name, enabled])
+
+    def drop_datatable_role(self, name: str) -> None:
+        self._rows("SELECT drop_datatable_role(%s)", [name])
+
+    # ---- data tables ---------------------------------------------------------------------
+
+    def register_datatable(self, workspace: str, name: str, dbname: str, admin_login: str,
+                           admin_password: str) -> int:
+        """Registers a data table (default role admin); returns its id."""
+        try:
+            return int(self._value("SELECT register_datatable(%s, %s, %s, %s, %s)",
+                                   [workspace, name, dbname, admin_login, admin_password]))
+        except DatatableRolesError as e:
+            raise _scrubbed(e, admin_password) from None
+
+    def reference_datatable(self, workspace: str, name: str, governing_workspace: str,
+                            governing_name: str) -> int:
+        """workspace/name becomes a reference to the governing data table; returns its id."""
+        return int(self._value("SELECT reference_datatable(%s, %s, %s, %s)",
+                               [workspace, name, governing_workspace, governing_name]))
+
+    def set_datatable_role_tenants(self, workspace: str, datatable: str, role: str,
+                                   tenants: Sequence[str]) -> None:
+        """Puts ``role`` (or the reserved key ``admin``) in the map with exactly ``tenants``."""
+        self._rows("SELECT set_datatable_role_tenants(%s, %s, %s, %s::text[])",
+                   [workspace, datatable, role, list(tenants)])
+
+    def remove_datatable_role(self, workspace: str, datatable: str, role: str) -> None:
+        self._rows("SELECT remove_datatable_role(%s, %s, %s)", [workspace, datatable, role])
+
+    def set_datatable_default_role(self, workspace: str, datatable: str,
+                                   role: str | None) -> list[str]:
+        """Sets the default role (a role of the map, ``admin``, or None for no default).
+        Returns the server's warnings (setting ``admin`` warns: it bypasses RLS)."""
+        warnings: list[str] = []
+
+        def on_notice(diag: psycopg.errors.Diagnostic) -> None:
+            if diag.severity_nonlocalized == "WARNING" and diag.message_primary:
+                warnings.append(diag.message_primary)
+
+        with self._lock:
+            self.conn.add_notice_handler(on_notice)
+            try:
+                self._rows("SELECT set_datatable_default_role(%s, %s, %s)",
+                           [workspace, datatable, role])
+            finally:
+                self.conn.remove_notice_handler(on_notice)
+        return warnings
+
+    # ---- runs ----------------------------------------------------------------------------
+
+    def record_job_start(self, job_id: JobId, workspace: str, permissioned_as: str,
+                         origin: str, caller_email: str | None = None,
+                         token_job_id: JobId | None = None) -> str | None:
+        """Records the job once; returns its viewer (None when it has none)."""
+        return self._value(
+            "SELECT record_job_start(%s::uuid, %s, %s, %s, %s, %s::uuid)",
+            [self._uuid(job_id), workspace, permissioned_as, origin, caller_email,
+             None if token_job_id is None else self._uuid(token_job_id)])
+
+    def resolve(self, job_id: JobId, datatable: str, role: str | None = None,
+                for_migration: bool = False) -> Resolution:
+        """The login the job's connection to ``datatable`` uses; raises
+        :class:`~datatable_roles.errors.Refused` when no role serves."""
+        rows = self._rows(
+            "SELECT dbname, login, password, roles"
+            " FROM resolve_datatable_role(%s::uuid, %s, %s, %s)",
+            [self._uuid(job_id), datatable, role, for_migration])
+        dbname, login, password, roles = rows[0]
+        return Resolution(dbname=dbname, login=login, password=password,
+                          roles=tuple(roles or ()))
+
+    def explain(self, job_id: JobId, datatable: str, role: str | None = None) -> dict[str, Any]:
+        """The decision, step by step (no side effects): see explain_datatable_role."""
+        return dict(self._value("SELECT explain_datatable_role(%s::uuid, %s, %s)",
+                                [self._uuid(job_id), datatable, role]))
+
+    def cached_result_path(self, job_id: JobId, runnable: str, args: Any) -> str:
+        """The result cache path of this run (it belongs to the run's recorded viewer)."""
+        return str(self._value("SELECT cached_result_path(%s::uuid, %s, %s::jsonb)",
+                               [self._uuid(job_id), runnable, Jsonb(args)]))
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    def retire(self, role: str) -> int:
+        """retire_role_set_logins_of: returns how many set logins were retired."""
+        return int(self._value("SELECT retire_role_set_logins_of(%s)", [role]))
+
+    def sweep(self, unused_for: timedelta | str | None = None) -> dict[str, Any]:
+        """CALL sweep_unused_role_set_logins in autocommit (it commits per login); returns
+        its report ``{"examined", "dropped", "skipped", "unfinished": [...]}``. The
+        connection must be idle; ``unused_for`` defaults to the instance's setting."""
+        with self._lock:
+            conn = self.conn
+            if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                raise DatatableRolesError(
+                    "sweep needs an idle connection: it commits once per login",
+                    hint="Commit or roll back the open transaction first.")
+            was_autocommit = conn.autocommit
+            try:
+                conn.autocommit = True
+                row = conn.execute("CALL sweep_unused_role_set_logins(NULL, %s::interval)",
+                                   [unused_for]).fetchone()
+            except psycopg.Error as e:
+                raise map_error(e) from None
+            finally:
+                if not was_autocommit and not conn.closed:
+                    conn.autocommit = False
+        return dict(row[0]) if row and row[0] else {}
+
+    # ---- connections to data tables ------------------------------------------------------
+
+    @contextmanager
+    def connect(self, job_id: JobId, datatable: str, role: str | None = None,
+                for_migration: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """Resolve, then lend a pooled connection to the data table database logged in as
+        the resolved login (see :meth:`connection`)."""
+        res = self.resolve(job_id, datatable, role, for_migration)
+        with self.connection(res) as conn:
+            yield conn
+
+    @contextmanager
+    def connection(self, res: Resolution) -> Iterator[psycopg.Connection[Any]]:
+        """Lend a pooled connection to ``res.dbname`` logged in as ``res.login``. When the
+        block ends it is committed (rolled back on an exception), cleaned with DISCARD ALL
+        (so a SET ROLE does not outlive the block) and returned to the pool. A login whose
+        password was re-keyed since its pool was made gets a new pool."""
+        pool = self._pool_for(res)
+        try:
+            conn = pool.getconn(timeout=self.pool_timeout)
+        except PoolTimeout:
+            raise self._connection_error(res) from None
+        try:
+            with conn:  # a pooled connection is not closed here, only committed/rolled back
+                yield conn
+        finally:
+            pool.putconn(conn)  # into a pool replaced meanwhile: closed
+
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        """Per ``login@dbname``: psycopg_pool's statistics (sizes, requests)."""
+        with self._lock:
+            pools = dict(self._pools)
+        return {f"{login}@{db}": dict(pool.get_stats()) for (login, db), (_, pool) in
+                pools.items()}
+
+    def _conninfo(self, res: Resolution) -> str:
+        return make_conninfo(host=self.host, port=self.port, dbname=res.dbname,
+                             user=res.login, connect_timeout=self.connect_timeout)
+
+    def _pool_for(self, res: Resolution) -> ConnectionPool:
+        key = (res.login, res.dbname)
+        stale: ConnectionPool | None = None
+        with self._lock:
+            entry = self._pools.get(key)
+            if entry is not None and entry[0] == res.password:
+                return entry[1]
+            if entry is not None:  # re-keyed: its connections and password are gone
+                stale = entry[1]
+                del self._pools[key]
+            # One direct connection first: a login that cannot log in fails now, with the
+            # server's reason, instead of after the pool's timeout.
+            try:
+                psycopg.connect(self._conninfo(res), password=res.password).close()
+            except psycopg.Error as e:
+                raise map_error(e, [res.password]) from None
+            pool = ConnectionPool(
+                self._conninfo(res), kwargs={"password": res.password},
+                min_size=self.pool_min_size, max_size=self.pool_max_size,
+                name=f"datatable-roles {res.login}@{res.dbname}", open=False,
+                check=ConnectionPool.check_connection, reset=_reset_session,
+                timeout=self.pool_timeout)
+            try:
+                # Wait for the first connections: a wrong password shows here, and the
+                # first checkouts find a connection ready instead of growing the pool.
+                pool.open(wait=True, timeout=self.pool_timeout)
+            except PoolTimeout:
+                pool.close()
+                raise self._connection_error(res) from None
+            self._pools[key] = (res.password, pool)
+        if stale is not None:
+            stale.close()
+        return pool
+
+    def _connection_error(self, res: Resolution) -> DatatableRolesError:
+        """The real reason a pool could not connect (one direct attempt)."""
+        try:
+            psycopg.connect(self._conninfo(res), password=res.password).close()
+        except psycopg.Error as e:
+            return map_error(e, [res.password])
+        return DatatableRolesError(
+            f"no connection to {res.dbname} as {res.login} within {self.pool_timeout}s",
+            hint="Raise pool_max_size or pool_timeout.")
+
+
+def _reset_session(conn: psycopg.Connection[Any]) -> None:
+    """Pool reset: forget SET ROLE, settings, prepared statements and temp tables."""
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        conn.execute("DISCARD ALL")
+    finally:
+        conn.autocommit = autocommit
+
+
+def _scrubbed(err: DatatableRolesError, *secrets: str) -> DatatableRolesError:
+    """A copy of ``err`` with ``secrets`` removed from its texts."""
+    return type(err)(redact(err.message, secrets) or "", sqlstate=err.sqlstate,
+                     hint=redact(err.hint, secrets), detail=redact(err.detail, secrets))

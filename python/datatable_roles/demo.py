@@ -1,0 +1,424 @@
+"""``datatable-roles demo`` (and ``make demo``): a short tour on a throwaway cluster.
+
+It starts its own PostgreSQL cluster (devcluster.Cluster), installs the package into a
+metadata database (bootstrap + migrations), builds a small workspace and one data table whose
+``orders`` are under row-level security, then shows, for each viewer of a publisher-mode app
+and each kind of default role (admin, a role, none), the login the connection resolves to and
+the orders it actually sees over a real login with the returned password. The cluster is
+stopped and removed at the end. Role names are cluster-wide; the demo owns its cluster.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import psycopg
+from psycopg import sql
+
+from .cli import format_table, lint_database, render_explain, render_status, collect_status
+from .client import Client, Resolution
+from .devcluster import Cluster
+from .errors import DatatableRolesError
+from .scram import scram_sha256_verifier
+
+META_DB = "dtr_demo_meta"
+DT_DB = "dt_main"
+DT_ADMIN = "main_admin"
+WS = "acme"
+DT = "main"
+PUBLISHER = "u/publisher"
+
+
+@dataclass(frozen=True)
+class Viewer:
+    name: str
+    email: str | None
+    groups: tuple[str, ...]
+    note: str
+
+
+VIEWERS = (
+    Viewer("alice", "alice@acme.test", ("emea",), "EMEA sales"),
+    Viewer("bob", "bob@acme.test", ("us",), "US sales"),
+    Viewer("carol", "carol@acme.test", ("finance", "emea"),
+           "EMEA finance: reads folder finance through group finance"),
+    Viewer("dave", "dave@acme.test", (), "in no group"),
+    Viewer("(anonymous)", None, (), "a public app page: no viewer recorded"),
+)
+
+ORDERS = (
+    (1, "emea", "open", 120), (2, "us", "open", 340), (3, "apac", "invoiced", 75),
+    (4, "emea", "invoiced", 990), (5, "us", "invoiced", 410), (6, "apac", "open", 55),
+)
+
+# policy name -> (catalog role, row condition); each is the seed's pattern:
+#   USING (<condition> AND pg_has_role(current_user, '<role>', 'member'))
+POLICIES = {
+    "emea_sales": ("sales_emea", "region = 'emea'"),
+    "us_sales": ("sales_us", "region = 'us'"),
+    "finance_invoiced": ("finance", "status = 'invoiced'"),
+}
+
+TENANTS = {
+    "sales_emea": ["g/emea"],
+    "sales_us": ["g/us", PUBLISHER],   # the app's publisher may use sales_us
+    "finance": ["f/finance"],          # whoever may read folder finance
+}
+
+ORDERS_SEEN = "SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '(no rows)') FROM orders"
+
+
+class Tour:
+    """Prints the tour as it goes (text mode) and records it (for --json)."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+        self.sections: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+
+    def _print(self, text: str = "") -> None:
+        if self.stream is not None:
+            print(text, file=self.stream, flush=True)
+
+    def heading(self, title: str, *explanation: str) -> None:
+        self.sections.append({"title": title, "notes": list(explanation), "tables": []})
+        self._print()
+        self._print(title)
+        self._print("=" * len(title))
+        for line in explanation:
+            self._print(line)
+
+    def say(self, text: str = "") -> None:
+        if self.sections:
+            self.sections[-1]["notes"].append(text)
+        self._print(text)
+
+    def table(self, name: str, headers: list[str], rows: list[list[Any]],
+              data: list[dict[str, Any]] | None = None) -> None:
+        if self.sections:
+            self.sections[-1]["tables"].append({
+                "name": name,
+                "rows": data if data is not None else [dict(zip(headers, r)) for r in rows]})
+        self._print(format_table(headers, rows))
+
+
+def short_login(login: str) -> str:
+    return login[:17] + "..." if login.startswith("wm_set_") else login
+
+
+def login_label(res: Resolution) -> str:
+    return {"admin": f"{res.login} (admin login)", "role": f"{res.login} (role's login)",
+            "set": f"{short_login(res.login)} (set login)"}[res.kind]
+
+
+def refusal_label(err: DatatableRolesError) -> str:
+    rule = (err.detail or "").replace("refused by rule ", "")
+    return f"REFUSED{f' ({rule})' if rule else ''}"
+
+
+class Demo:
+    def __init__(self, cluster: Cluster, tour: Tour) -> None:
+        self.cluster = cluster
+        self.tour = tour
+        self.admin_password = secrets.token_urlsafe(24)
+        self.owner: Client | None = None
+        self.worker: Client | None = None
+
+    # ---- setup ---------------------------------------------------------------------------
+
+    def install(self) -> list[str]:
+        applied = self.cluster.create_metadata_database(META_DB)
+        with psycopg.connect(self.cluster.owner_conninfo(META_DB), autocommit=True) as conn:
+            conn.execute("SELECT datatable_roles.grant_worker(%s)", [self.cluster.worker])
+        self.owner = Client(self.cluster.owner_conninfo(META_DB))
+        self.worker = Client(self.cluster.worker_conninfo(META_DB))
+        return applied
+
+    def build_datatable_database(self) -> None:
+        """What the platform does when it creates a data table: an admin login (granted to
+        the package owner) owning a database; then the app's table and its policies."""
+        with self.cluster.connect_super() as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(DT_ADMIN),
+                sql.Literal(scram_sha256_verifier(self.admin_password))))
+            conn.execute(sql.SQL("GRANT {} TO {}").format(
+                sql.Identifier(DT_ADMIN), sql.Identifier(self.cluster.owner)))
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(DT_DB), sql.Identifier(DT_ADMIN)))
+        with self.cluster.connect_super(DT_DB) as conn:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(DT_ADMIN)))
+            conn.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL,"
+                         " status text NOT NULL, amount integer NOT NULL)")
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO orders VALUES (%s, %s, %s, %s)", ORDERS)
+            conn.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
+
+    def grant_and_police(self) -> None:
+        with self.cluster.connect_super(DT_DB) as conn:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(DT_ADMIN)))
+            for policy, (role, condition) in POLICIES.items():
+                conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(
+                    sql.Identifier(role)))
+                conn.execute(sql.SQL(
+                    "CREATE POLICY {} ON orders FOR SELECT USING ({} AND "
+                    "pg_has_role(current_user, {}, 'member'))").format(
+                    sql.Identifier(policy), sql.SQL(condition), sql.Literal(role)))
+
+    def setup(self) -> None:
+        t = self.tour
+        owner = self.owner
+        assert owner is not None
+        owner.add_workspace(WS)
+        for v in VIEWERS:
+            if v.email is None:
+                continue
+            owner.add_workspace_user(WS, v.name, v.email)
+            for g in v.groups:
+                owner.add_group_member(WS, g, v.name)
+        owner.add_workspace_user(WS, "publisher", "publisher@acme.test")
+        owner.set_folder_access(WS, "finance", "g/finance", "read")
+        for role in TENANTS:
+            owner.create_datatable_role(role)
+        self.build_datatable_database()
+        self.grant_and_police()
+        owner.register_datatable(WS, DT, DT_DB, DT_ADMIN, self.admin_password)
+        for role, tenants in TENANTS.items():
+            owner.set_datatable_role_tenants(WS, DT, role, tenants)
+
+        t.heading(
+            "1. The setup",
+            f"Workspace {WS!r}. An app, published by user 'publisher' and running as the",
+            "publisher (publisher mode), reads the data table below for whoever views it.")
+        t.table("viewers", ["viewer", "email", "groups", "who"],
+                [[v.name, v.email, list(v.groups), v.note] for v in VIEWERS])
+        t.say("")
+        t.say(f"Catalog roles and their tenants on data table {DT!r}:")
+        t.table("roles", ["role", "tenants", "policy on orders: the rows it shows"],
+                [[role, tenants, next(f"{c}" for p, (r, c) in POLICIES.items() if r == role)]
+                 for role, tenants in TENANTS.items()])
+        t.say("")
+        t.say(f"Data table {DT!r} is database {DT_DB}, owned by {DT_ADMIN}; orders is under")
+        t.say("row-level security, each policy written as in the seed:")
+        t.say("  USING (region = 'emea' AND pg_has_role(current_user, 'sales_emea', 'member'))")
+        t.table("orders", ["id", "region", "status", "amount"], [list(o) for o in ORDERS])
+
+    # ---- the per-viewer tables -----------------------------------------------------------
+
+    def start_job(self, viewer: Viewer, identity: str = PUBLISHER, origin: str = "app") -> str:
+        assert self.worker is not None
+        job = str(uuid.uuid4())
+        self.worker.record_job_start(job, WS, identity, origin, viewer.email)
+        return job
+
+    def seen(self, res: Resolution, query: str = ORDERS_SEEN) -> str:
+        assert self.worker is not None
+        with self.worker.connection(res) as conn:
+            return str(conn.execute(query).fetchone()[0])
+
+    def viewer_table(self, name: str, role: str | None = None) -> None:
+        assert self.worker is not None
+        rows, data, refusals = [], [], []
+        for v in VIEWERS:
+            job = self.start_job(v)
+            try:
+                res = self.worker.resolve(job, DT, role)
+            except DatatableRolesError as e:
+                rows.append([v.name, refusal_label(e), "-", "-"])
+                refusals.append(f"  {v.name}: {e.message.split(': ', 1)[-1]}")
+                data.append({"viewer": v.name, "refused": e.to_dict()})
+                continue
+            ids = self.seen(res)
+            rows.append([v.name, login_label(res), list(res.roles), ids])
+            data.append({"viewer": v.name, "login": res.login, "kind": res.kind,
+                         "roles": list(res.roles), "orders": ids})
+        self.tour.table(name, ["viewer", "connection logs in as", "roles held", "orders seen"],
+                        rows, data)
+        for line in refusals:
+            self.tour.say(line)
+
+    def defaults(self) -> None:
+        t, owner = self.tour, self.owner
+        assert owner is not None
+        t.heading(
+            "2. Default role: admin (every data table starts so)",
+            "The app's connection names no role. With the default admin it is the admin login,",
+            "exactly as before viewer roles existed: no tenant check, no viewer lookup (R2).",
+            "admin owns the tables and bypasses row-level security, so everyone sees all rows.")
+        self.viewer_table("default_admin")
+
+        warnings = owner.set_datatable_default_role(WS, DT, "sales_us")
+        assert not warnings
+        t.heading(
+            "3. Default role: sales_us",
+            "Now the connection holds the default (the publisher is a tenant of sales_us) plus",
+            "every role whose tenants name the viewer (R3). One role is that role's own login;",
+            "several are a set login wm_set_<hash>, a member of exactly those roles (R6, R7).")
+        self.viewer_table("default_sales_us")
+
+        owner.set_datatable_default_role(WS, DT, None)
+        t.heading(
+            "4. No default role",
+            "Only the viewer's roles remain (R4). Nobody left with no role gets an empty or",
+            "read-nothing login: dave and the anonymous viewer are refused (R5, R9).")
+        self.viewer_table("default_none")
+
+    def named_roles(self) -> None:
+        t = self.tour
+        assert self.worker is not None
+        carol = VIEWERS[2]
+        t.heading(
+            "5. A named role is exactly that role (R1)",
+            "Code may name a role. It is checked against the job's identity, not the viewer:",
+            "the app runs as the publisher, who may use sales_us but not finance; carol's own",
+            "run (she is a tenant of finance through folder finance) may name finance.")
+        rows, data, refusals = [], [], []
+        for label, identity, origin, role in (
+            ("app viewed by carol", PUBLISHER, "app", "sales_us"),
+            ("app viewed by carol", PUBLISHER, "app", "finance"),
+            ("carol runs a script", "u/carol", "run", "finance"),
+        ):
+            job = self.start_job(carol, identity, origin)
+            try:
+                res = self.worker.resolve(job, DT, role)
+                ids = self.seen(res)
+                rows.append([label, role, login_label(res), ids])
+                data.append({"job": label, "role": role, "login": res.login, "orders": ids})
+            except DatatableRolesError as e:
+                rows.append([label, role, refusal_label(e), "-"])
+                refusals.append(f"  {label}, naming {role}: {e.message.split(': ', 1)[-1]}")
+                data.append({"job": label, "role": role, "refused": e.to_dict()})
+        t.table("named_roles", ["job", "names role", "connection logs in as", "orders seen"],
+                rows, data)
+        for line in refusals:
+            t.say(line)
+
+    def set_role(self) -> str:
+        t = self.tour
+        assert self.worker is not None
+        job = self.start_job(VIEWERS[2])
+        res = self.worker.resolve(job, DT)
+        t.heading(
+            "6. A set login only narrows",
+            f"carol's connection is {short_login(res.login)}, holding {', '.join(res.roles)}.",
+            "Its privileges are its memberships: SET ROLE to one of them narrows, RESET ROLE",
+            "comes back, SET ROLE to anything else (admin included) fails.")
+        rows = []
+        with self.worker.connection(res) as conn:
+            conn.autocommit = True
+            for statement in (None, "SET ROLE sales_emea", "SET ROLE finance", "RESET ROLE",
+                              f"SET ROLE {DT_ADMIN}"):
+                label = statement or "(as connected)"
+                try:
+                    if statement:
+                        conn.execute(statement)
+                    who, ids = conn.execute(
+                        f"SELECT current_user, ({ORDERS_SEEN})").fetchone()
+                    rows.append([label, short_login(who), ids])
+                except psycopg.Error as e:
+                    rows.append([label, "(unchanged)", "ERROR: " + (e.diag.message_primary or "")])
+            conn.autocommit = False
+        t.table("set_role", ["statement", "current_user", "orders seen"], rows)
+        return job
+
+    def explain(self, job: str) -> None:
+        assert self.worker is not None
+        t = self.tour
+        t.heading(
+            "7. explain: why carol gets two roles",
+            "explain_datatable_role (CLI: datatable-roles explain JOB_ID main) shows the",
+            "decision step by step, with no side effects.")
+        data = self.worker.explain(job, DT)
+        t.sections[-1]["explain"] = data
+        for line in render_explain(data).splitlines():
+            t.say(line)
+
+    def status(self) -> None:
+        assert self.owner is not None
+        t = self.tour
+        t.heading(
+            "8. status: what the operator sees (CLI: datatable-roles status)",
+            "Set logins exist only for sets some viewer connected with; each records its last",
+            "use at most once a day, and `datatable-roles sweep` drops those unused for 30 days.")
+        data = collect_status(self.owner.conn)
+        t.sections[-1]["status"] = {"set_logins": len(data["set_logins"])}
+        for line in render_status(data).splitlines():
+            t.say(line)
+
+    def rename_breaks_policy(self) -> None:
+        assert self.owner is not None and self.worker is not None
+        t = self.tour
+        t.heading(
+            "9. A policy names its role as text",
+            "Renaming sales_us to sales_americas keeps its catalog id, password and set logins,",
+            "but the policy us_sales still says 'sales_us': queries it applies to now fail.",
+            "`datatable-roles lint-policies` finds such policies.")
+        self.owner.rename_datatable_role("sales_us", "sales_americas")
+        job = self.start_job(VIEWERS[1])
+        res = self.worker.resolve(job, DT)
+        try:
+            outcome = self.seen(res)
+        except psycopg.Error as e:
+            outcome = "ERROR: " + (e.diag.message_primary or str(e).splitlines()[0])
+        t.say(f"bob now connects as {login_label(res)}: {outcome}")
+        t.say("")
+        t.say(f"$ datatable-roles lint-policies --dsn <{DT_DB} as {DT_ADMIN}>")
+        findings = lint_database(self.cluster.conninfo(DT_ADMIN, self.admin_password, DT_DB))
+        t.table("lint", ["table", "policy", "clause", "missing role"],
+                [[f["table"], f["policy"], f["clause"], f["missing_role"]] for f in findings],
+                findings)
+
+    def close(self) -> None:
+        for client in (self.worker, self.owner):
+            if client is not None:
+                client.close()
+
+
+def run_demo(stream: TextIO | None = sys.stdout) -> dict[str, Any]:
+    """Run the tour; print it to ``stream`` as it goes (None: silent). Returns the record:
+    ``{"ok": bool, "sections": [...], "error"?: ...}``."""
+    tour = Tour(stream)
+    tour._print("datatable-roles demo: one connection string, each viewer their own rows")
+    tour._print("-------------------------------------------------------------------------")
+    cluster = Cluster()
+    record: dict[str, Any] = {"ok": False}
+    demo: Demo | None = None
+    try:
+        tour._print("Starting a throwaway PostgreSQL 15 cluster ...")
+        cluster.start(build_template=False)
+        record["cluster_dir"] = str(cluster.base)
+        tour._print(f"  in {cluster.base}")
+        demo = Demo(cluster, tour)
+        applied = demo.install()
+        tour._print(f"  port {cluster.port}; metadata database {META_DB}: bootstrap, then "
+                    f"{len(applied)} migrations ({applied[0]} .. {applied[-1]})")
+        tour._print(f"  package owner {cluster.owner} (not a superuser); the platform's worker "
+                    f"role {cluster.worker} resolves")
+        demo.setup()
+        demo.defaults()
+        demo.named_roles()
+        job = demo.set_role()
+        demo.explain(job)
+        demo.status()
+        demo.rename_breaks_policy()
+        record["ok"] = True
+    except Exception as e:  # the tour reports what broke and still stops the cluster
+        record["error"] = f"{type(e).__name__}: {e}"
+        tour._print(f"\ndemo failed: {record['error']}")
+    finally:
+        if demo is not None:
+            demo.close()
+        cluster.stop()
+    record["sections"] = tour.sections
+    record["seconds"] = round(time.monotonic() - tour.started, 1)
+    tour._print()
+    tour._print(f"Done in {record['seconds']} s; the cluster is stopped and removed.")
+    return record
+
+
+if __name__ == "__main__":
+    sys.exit(0 if run_demo().get("ok") else 1)

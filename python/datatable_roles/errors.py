@@ -1,0 +1,151 @@
+"""Exceptions of the Python wrapper, one class per documented SQLSTATE class.
+
+Every public SQL function raises with a documented SQLSTATE (SPEC section 9); ``map_error``
+turns the psycopg error into the matching class below. Only the server's primary message,
+detail and hint are kept: never the CONTEXT (an EXECUTE'd statement shows its whole text
+there) and never the statement or its parameters. Anything that still looks like a password
+(``password=...`` in a conninfo, a SCRAM verifier, or a secret the caller names) is redacted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import psycopg
+
+__all__ = [
+    "DatatableRolesError",
+    "Refused",
+    "InvalidInput",
+    "UnknownObject",
+    "AlreadyExists",
+    "WrongState",
+    "StillInUse",
+    "Retry",
+    "SQLSTATE_CLASSES",
+    "error_class_for",
+    "map_error",
+    "redact",
+]
+
+
+class DatatableRolesError(Exception):
+    """Base class. ``sqlstate`` is the server's SQLSTATE (None for a client-side failure,
+    such as a connection that could not be made)."""
+
+    sqlstate: str | None
+    message: str
+    hint: str | None
+    detail: str | None
+
+    def __init__(self, message: str, *, sqlstate: str | None = None, hint: str | None = None,
+                 detail: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.sqlstate = sqlstate
+        self.hint = hint
+        self.detail = detail
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.detail:
+            text += f" (detail: {self.detail})"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, sqlstate={self.sqlstate!r})"
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The error as plain data (what ``--json`` prints)."""
+        return {"class": type(self).__name__, "sqlstate": self.sqlstate,
+                "message": self.message, "detail": self.detail, "hint": self.hint}
+
+
+class Refused(DatatableRolesError):
+    """42501: resolution refused (R1, R5, R8), or the caller lacks a privilege."""
+
+
+class InvalidInput(DatatableRolesError):
+    """22023 (invalid name, tenant key or parameter) and 22004 (a NULL argument)."""
+
+
+class UnknownObject(DatatableRolesError):
+    """P0002: unknown workspace, user, data table, role or job."""
+
+
+class AlreadyExists(DatatableRolesError):
+    """42710 (duplicate role or data table) and 23505 (duplicate email, job already
+    recorded)."""
+
+
+class WrongState(DatatableRolesError):
+    """55000: the object is not in the state the call needs (editing a reference, a default
+    role that is not in the map)."""
+
+
+class StillInUse(DatatableRolesError):
+    """2BP01: a role still owns objects or holds privileges somewhere."""
+
+
+class Retry(DatatableRolesError):
+    """40001: a concurrent creation of the same set login won; calling again succeeds."""
+
+
+SQLSTATE_CLASSES: dict[str, type[DatatableRolesError]] = {
+    "42501": Refused,
+    "22023": InvalidInput,
+    "22004": InvalidInput,
+    "P0002": UnknownObject,
+    "42710": AlreadyExists,
+    "23505": AlreadyExists,
+    "55000": WrongState,
+    "2BP01": StillInUse,
+    "40001": Retry,
+}
+
+_REDACTED = "[redacted]"
+_PATTERNS = (
+    # password=secret, password='se cret', "password": "x" (conninfo and JSON alike)
+    re.compile(r"""(?i)(["']?password["']?\s*[=:]\s*)('(?:[^'\\]|\\.|'')*'|"[^"]*"|[^\s,;)]+)"""),
+    # a SCRAM verifier: SCRAM-SHA-256$<iter>:<salt>$<StoredKey>:<ServerKey>
+    re.compile(r"SCRAM-SHA-256\$[0-9]+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+"),
+    # postgresql://user:secret@host
+    re.compile(r"(?i)(postgres(?:ql)?://[^:/@\s]*:)([^@\s]+)(@)"),
+)
+
+
+def redact(text: str | None, secrets: Iterable[str] = ()) -> str | None:
+    """``text`` with password-looking parts and each of ``secrets`` replaced."""
+    if text is None:
+        return None
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, _REDACTED)
+    text = _PATTERNS[0].sub(lambda m: m.group(1) + _REDACTED, text)
+    text = _PATTERNS[1].sub("SCRAM-SHA-256$" + _REDACTED, text)
+    text = _PATTERNS[2].sub(lambda m: m.group(1) + _REDACTED + m.group(3), text)
+    return text
+
+
+def error_class_for(sqlstate: str | None) -> type[DatatableRolesError]:
+    """The class for a SQLSTATE; unknown ones (and None) get the base class."""
+    return SQLSTATE_CLASSES.get(sqlstate or "", DatatableRolesError)
+
+
+def map_error(err: psycopg.Error, secrets: Iterable[str] = ()) -> DatatableRolesError:
+    """The wrapper exception for a psycopg error. Raise it ``from None``: the psycopg error
+    carries the server's CONTEXT, which may quote statement text."""
+    secrets = tuple(secrets)
+    diag = getattr(err, "diag", None)
+    primary = diag.message_primary if diag is not None else None
+    if not primary:
+        # Client-side errors (a failed connection) have no diagnostics; their text is one
+        # libpq message. Keep its first line only (CONTEXT, if any, follows).
+        primary = (str(err).splitlines() or [type(err).__name__])[0]
+    cls = error_class_for(err.sqlstate)
+    return cls(redact(primary, secrets) or "", sqlstate=err.sqlstate,
+               hint=redact(diag.message_hint if diag is not None else None, secrets),
+               detail=redact(diag.message_detail if diag is not None else None, secrets))

@@ -1,0 +1,113 @@
+"""`datatable-roles demo` end to end (what `make demo` runs), so that it cannot rot: a
+subprocess that starts its own cluster, and the key lines of its tour."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_demo(*extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "datatable_roles", *extra, "demo"],
+                          capture_output=True, text=True, timeout=600)
+
+
+def sections(out: str) -> dict[str, str]:
+    """Section number -> its text (a heading line 'N. Title' underlined with '=')."""
+    parts = re.split(r"^(\d+)\. .*\n=+\n", out, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def row(text: str, first: str) -> list[str]:
+    """The cells of the table row that starts with ``first`` (cells are 2+ spaces apart)."""
+    for line in text.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if cells and cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r} in:\n{text}")
+
+
+@pytest.fixture(scope="module")
+def demo_output() -> str:
+    proc = run_demo()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_demo_tour_shows_each_kind_of_default(demo_output):
+    s = sections(demo_output)
+    assert sorted(s, key=int) == [str(i) for i in range(1, 10)]
+    assert "Default role: admin" in demo_output and "No default role" in demo_output
+
+    # 2. default admin: everyone is the admin login and sees every order (R2)
+    for viewer in ("alice", "bob", "carol", "dave", "(anonymous)"):
+        assert row(s["2"], viewer)[1:] == ["main_admin (admin login)", "admin", "1,2,3,4,5,6"]
+
+    # 3. default sales_us: the default plus the viewer's roles (R3)
+    assert row(s["3"], "bob")[1:] == ["sales_us (role's login)", "sales_us", "2,5"]
+    alice = row(s["3"], "alice")
+    assert alice[1].startswith("wm_set_") and alice[1].endswith("(set login)")
+    assert alice[2:] == ["sales_emea, sales_us", "1,2,4,5"]
+    assert row(s["3"], "carol")[2:] == ["finance, sales_emea, sales_us", "1,2,3,4,5"]
+    assert row(s["3"], "dave")[1:] == ["sales_us (role's login)", "sales_us", "2,5"]
+
+    # 4. no default: the viewer's roles only; nobody left with none gets a login (R4, R5)
+    assert row(s["4"], "alice")[1:] == ["sales_emea (role's login)", "sales_emea", "1,4"]
+    assert row(s["4"], "bob")[1:] == ["sales_us (role's login)", "sales_us", "2,5"]
+    assert row(s["4"], "carol")[2:] == ["finance, sales_emea", "1,3,4,5"]
+    assert row(s["4"], "dave")[1] == "REFUSED (R5)"
+    assert row(s["4"], "(anonymous)")[1] == "REFUSED (R5)"
+    assert "no viewer was recorded" in s["4"]
+
+
+def test_demo_named_roles_set_role_explain_status_and_lint(demo_output):
+    s = sections(demo_output)
+    assert row(s["5"], "carol runs a script")[1:] == ["finance", "finance (role's login)",
+                                                       "3,4,5"]
+    assert "REFUSED (R1)" in s["5"] and "u/publisher is not a tenant" in s["5"]
+
+    assert row(s["6"], "SET ROLE sales_emea")[1:] == ["sales_emea", "1,4"]
+    assert row(s["6"], "RESET ROLE")[2] == "1,3,4,5"
+    assert 'ERROR: permission denied to set role "main_admin"' in s["6"]
+
+    assert "roles: finance (named by f/finance); sales_emea (named by g/emea)" in s["7"]
+    assert re.search(r"=> login wm_set_[0-9a-f]{40} \(set login, exists\), "
+                     r"roles finance, sales_emea, database dt_main", s["7"])
+
+    assert "Data table acme/main (database dt_main, admin login main_admin)" in s["8"]
+    assert len(re.findall(r"^  wm_set_[0-9a-f]{40}  .*active$", s["8"], flags=re.M)) == 3
+
+    assert 'ERROR: role "sales_us" does not exist' in s["9"]
+    assert row(s["9"], "public.orders")[1:] == ["us_sales", "USING", "sales_us"]
+    assert "the cluster is stopped and removed" in s["9"]
+
+
+def test_demo_stops_and_removes_its_cluster(demo_output):
+    m = re.search(r"^  in (/\S+)$", demo_output, flags=re.M)
+    assert m, demo_output
+    assert not Path(m.group(1)).exists()
+
+
+def test_demo_prints_no_password(demo_output):
+    # the package's generated passwords are 64 hex digits (datatable_roles.new_password)
+    assert not re.search(r"\b[0-9a-f]{64}\b", demo_output)
+    assert "SCRAM-SHA-256$" not in demo_output
+
+
+def test_demo_json():
+    proc = run_demo("--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["ok"] is True and len(data["sections"]) == 9
+    tables = {t["name"]: t["rows"] for sec in data["sections"] for t in sec["tables"]}
+    none = {r["viewer"]: r for r in tables["default_none"]}
+    assert none["alice"]["orders"] == "1,4" and none["alice"]["kind"] == "role"
+    assert none["carol"]["kind"] == "set" and none["carol"]["login"].startswith("wm_set_")
+    assert none["dave"]["refused"]["class"] == "Refused"
+    assert none["dave"]["refused"]["sqlstate"] == "42501"
+    assert [f["missing_role"] for f in tables["lint"]] == ["sales_us"]

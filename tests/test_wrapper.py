@@ -1,0 +1,505 @@
+"""The Python wrapper (datatable_roles.client, datatable_roles.errors) against a real cluster:
+every exception class from a real server error, connect() over real logins and its pools,
+a Resolution that never shows its password."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from datatable_roles import client as client_module
+from datatable_roles.client import Client, Resolution
+from datatable_roles.errors import (AlreadyExists, DatatableRolesError, InvalidInput, Refused,
+                                    Retry, StillInUse, UnknownObject, WrongState, map_error,
+                                    redact)
+
+WS = "acme"
+DT = "main"
+ORDERS = "SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders"
+
+
+# ---- shared setup (also imported by test_cli.py) -------------------------------------------
+
+
+@dataclass
+class Env:
+    """A metadata database with the package, a data table 'main' in workspace 'acme' whose
+    orders are 1 emea, 2 us, 3 apac, 4 emea, 5 us under policies per region, and:
+    alice (group emea), bob (group us), carol (groups emea and us), dave (no group),
+    publisher (the app identity, tenant of nothing)."""
+
+    cluster: object
+    meta: object
+    uid: str
+    owner: Client
+    worker: Client
+    dbname: str
+    admin_login: str
+    admin_password: str
+    emea: str
+    us: str
+    extra_roles: list[str] = field(default_factory=list)
+
+    def job(self, viewer: str | None, identity: str = "u/publisher",
+            origin: str = "app") -> uuid.UUID:
+        job_id = uuid.uuid4()
+        email = None if viewer is None else f"{viewer}@acme.test"
+        self.worker.record_job_start(job_id, WS, identity, origin, email)
+        return job_id
+
+    def new_role(self, suffix: str) -> str:
+        name = f"{self.uid}_{suffix}"
+        self.owner.create_datatable_role(name)
+        self.extra_roles.append(name)
+        return name
+
+
+def sql_exec(conninfo: str, *statements: str | sql.Composable, params=None) -> None:
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for st in statements:
+            conn.execute(st, params)
+
+
+def build_env(cluster, meta_db, datatable_db, uid: str) -> Env:
+    sql_exec(meta_db.owner_conninfo, "SELECT datatable_roles.grant_worker(%s)",
+             params=[cluster.worker])
+    owner = Client(meta_db.owner_conninfo)
+    worker = Client(meta_db.worker_conninfo)
+    dbname, admin, admin_password = datatable_db("dtw")
+    emea, us = f"{uid}_emea", f"{uid}_us"
+    owner.add_workspace(WS)
+    for user, groups in (("alice", ["emea"]), ("bob", ["us"]), ("carol", ["emea", "us"]),
+                         ("dave", []), ("publisher", [])):
+        owner.add_workspace_user(WS, user, f"{user}@acme.test")
+        for g in groups:
+            owner.add_group_member(WS, g, user)
+    owner.create_datatable_role(emea)
+    owner.create_datatable_role(us)
+    with cluster.connect_super(dbname) as conn:
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(admin)))
+        conn.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL)")
+        conn.execute("INSERT INTO orders VALUES (1, 'emea'), (2, 'us'), (3, 'apac'),"
+                     " (4, 'emea'), (5, 'us')")
+        conn.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
+        for role, region in ((emea, "emea"), (us, "us")):
+            conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL(
+                "CREATE POLICY {} ON orders FOR SELECT USING (region = {} AND "
+                "pg_has_role(current_user, {}, 'member'))").format(
+                sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
+    owner.register_datatable(WS, DT, dbname, admin, admin_password)
+    owner.set_datatable_role_tenants(WS, DT, emea, ["g/emea"])
+    owner.set_datatable_role_tenants(WS, DT, us, ["g/us"])
+    return Env(cluster, meta_db, uid, owner, worker, dbname, admin, admin_password, emea, us)
+
+
+def cleanup_env(env: Env) -> None:
+    """Drop the cluster-wide roles the test made (catalog roles, set logins)."""
+    env.worker.close()
+    env.owner.close()
+    cluster = env.cluster
+    with cluster.connect_super(env.meta.name) as conn:
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM datatable_roles.catalog_role"
+            " UNION SELECT login FROM datatable_roles.datatable_role_set")]
+    names += [env.emea, env.us, *env.extra_roles]
+    with cluster.connect_super() as conn:
+        names = [r[0] for r in conn.execute(
+            "SELECT rolname FROM pg_roles WHERE rolname = ANY(%s)", [names])]
+        for name in names:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                         " WHERE usename = %s", [name])
+    if not names:
+        return
+    idents = sql.SQL(", ").join(sql.Identifier(n) for n in names)
+    dbs = [env.dbname]
+    with cluster.connect_super() as conn:
+        dbs += [r[0] for r in conn.execute(
+            "SELECT DISTINCT d.datname FROM pg_shdepend AS s JOIN pg_database AS d"
+            " ON d.oid = s.dbid JOIN pg_roles AS r ON r.oid = s.refobjid"
+            " WHERE r.rolname = ANY(%s)", [names])]
+    for db in dict.fromkeys(dbs):
+        try:
+            with cluster.connect_super(db) as conn:
+                conn.execute(sql.SQL("DROP OWNED BY {}").format(idents))
+        except psycopg.OperationalError:
+            pass  # the database is gone already
+    with cluster.connect_super() as conn:
+        for name in names:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def env(cluster, meta_db, datatable_db, uid):
+    e = build_env(cluster, meta_db, datatable_db, uid)
+    try:
+        yield e
+    finally:
+        cleanup_env(e)
+
+
+def backend(conn: psycopg.Connection) -> tuple[int, str]:
+    return conn.execute("SELECT pg_backend_pid(), current_user::text").fetchone()
+
+
+# ---- Resolution --------------------------------------------------------------------------
+
+
+def test_resolution_repr_and_str_hide_the_password():
+    res = Resolution(dbname="db", login="wm_set_x", password="s3cret-p4ss", roles=("a", "b"))
+    for text in (repr(res), str(res), f"{res}", f"{res!r}", str([res])):
+        assert "s3cret-p4ss" not in text
+        assert "wm_set_x" in text
+    assert res.kind == "set"
+    assert Resolution("db", "r", "p", ("r",)).kind == "role"
+    assert Resolution("db", "adm", "p", ("admin",)).kind == "admin"
+    with pytest.raises(AttributeError):
+        res.password = "other"  # frozen
+
+
+def test_resolve_returns_a_typed_resolution(env):
+    res = env.worker.resolve(env.job("alice"), DT)  # default admin: R2
+    assert isinstance(res, Resolution)
+    assert (res.dbname, res.login, res.roles, res.kind) == (
+        env.dbname, env.admin_login, ("admin",), "admin")
+    assert res.password == env.admin_password
+    assert env.admin_password not in repr(res)
+    env.owner.set_datatable_default_role(WS, DT, None)
+    res = env.worker.resolve(env.job("carol"), DT)
+    assert res.kind == "set" and res.login.startswith("wm_set_")
+    assert res.roles == tuple(sorted([env.emea, env.us]))
+    assert res.password not in repr(res) and len(res.password) >= 32
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+
+def _retry_case(env: Env) -> None:
+    """40001: a set login created concurrently by someone outside the package's lock."""
+    env.owner.set_datatable_default_role(WS, DT, None)
+    (ids,) = env.owner._rows("SELECT array_agg(id) FROM datatable_roles.catalog_role"
+                             " WHERE name = ANY(%s)", [[env.emea, env.us]])[0]
+    (login,) = env.owner._rows("SELECT datatable_roles.set_login_name(%s::bigint[])", [ids])[0]
+    job = env.job("carol")
+    env.extra_roles.append(login)  # made outside the package: no row names it
+    errors: list[BaseException] = []
+    with env.cluster.connect_super() as rival:
+        rival.autocommit = False
+        rival.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(login)))
+
+        def resolve() -> None:
+            try:
+                env.worker.resolve(job, DT)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                errors.append(e)
+
+        t = threading.Thread(target=resolve)
+        t.start()
+        deadline = time.monotonic() + 20
+        with env.cluster.connect_super() as watch:
+            while time.monotonic() < deadline:
+                (waiting,) = watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
+                    " AND usename = %s AND wait_event_type = 'Lock'",
+                    [env.meta.name, env.cluster.worker]).fetchone()
+                if waiting:
+                    break
+                time.sleep(0.05)
+        rival.commit()
+        t.join(30)
+    assert errors, "the resolve did not fail"
+    raise errors[0]
+
+
+def _still_in_use_case(env: Env) -> None:
+    """2BP01: the role holds a privilege in a database that is no data table's."""
+    role = env.new_role("held")
+    sql_exec(env.meta.super_conninfo, "CREATE TABLE public.still_in_use_probe ()",
+             sql.SQL("GRANT SELECT ON public.still_in_use_probe TO {}").format(
+                 sql.Identifier(role)))
+    env.owner.drop_datatable_role(role)
+
+
+ERROR_CASES = {
+    "refused: no role remains (R5)": (
+        Refused, "42501",
+        lambda e: (e.owner.set_datatable_default_role(WS, DT, None),
+                   e.worker.resolve(e.job("dave"), DT))),
+    "refused: a named role the identity may not use (R1)": (
+        Refused, "42501", lambda e: e.worker.resolve(e.job("alice"), DT, e.emea)),
+    "refused: the worker may not create roles": (
+        Refused, "42501", lambda e: e.worker.create_datatable_role(e.uid + "_nope")),
+    "invalid: reserved role name": (
+        InvalidInput, "22023", lambda e: e.owner.validate_role_name("wm_set_x")),
+    "invalid: tenant key": (
+        InvalidInput, "22023",
+        lambda e: e.owner.set_datatable_role_tenants(WS, DT, e.emea, ["x/y"])),
+    "invalid: NULL argument": (InvalidInput, "22004", lambda e: e.owner.add_workspace(None)),
+    "unknown: user": (
+        UnknownObject, "P0002", lambda e: e.owner.remove_workspace_user(WS, "nobody")),
+    "unknown: job": (UnknownObject, "P0002", lambda e: e.worker.resolve(uuid.uuid4(), DT)),
+    "unknown: role": (
+        UnknownObject, "P0002", lambda e: e.owner.rename_datatable_role("nope_x", "nope_y")),
+    "duplicate role": (
+        AlreadyExists, "42710", lambda e: e.owner.create_datatable_role(e.emea)),
+    "duplicate email": (
+        AlreadyExists, "23505",
+        lambda e: e.owner.add_workspace_user(WS, "alice2", "ALICE@acme.test")),
+    "job recorded twice": (
+        AlreadyExists, "23505",
+        lambda e: (lambda j: e.worker.record_job_start(j, WS, "u/publisher", "schedule"))(
+            e.job(None, origin="schedule"))),
+    "default not in the map": (
+        WrongState, "55000",
+        lambda e: e.owner.set_datatable_default_role(WS, DT, e.new_role("unmapped"))),
+    "editing a reference": (
+        WrongState, "55000",
+        lambda e: (e.owner.add_workspace("fork"),
+                   e.owner.reference_datatable("fork", DT, WS, DT),
+                   e.owner.set_datatable_role_tenants("fork", DT, e.emea, ["*"]))),
+    "role still holds privileges": (StillInUse, "2BP01", _still_in_use_case),
+    "concurrent set-login creation": (Retry, "40001", _retry_case),
+}
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_each_error_class_from_a_real_server_error(env, case):
+    cls, sqlstate, call = ERROR_CASES[case]
+    with pytest.raises(cls) as info:
+        call(env)
+    err = info.value
+    assert type(err) is cls and isinstance(err, DatatableRolesError)
+    assert err.sqlstate == sqlstate
+    assert err.message and "CONTEXT" not in str(err) and "PL/pgSQL" not in err.message
+    assert err.__cause__ is None and err.__suppress_context__  # raised from None
+    assert env.admin_password not in str(err)
+
+
+def test_refusal_carries_rule_and_hint(env):
+    env.owner.set_datatable_default_role(WS, DT, None)
+    with pytest.raises(Refused) as info:
+        env.worker.resolve(env.job(None), DT)
+    assert info.value.detail == "refused by rule R5"
+    assert "Name a role" in info.value.hint
+    assert f"{WS}/{DT}" in info.value.message
+
+
+def test_after_a_retry_the_same_resolve_works(env):
+    with pytest.raises(Retry):
+        _retry_case(env)
+    res = env.worker.resolve(env.job("carol"), DT)  # the rival's role is taken back
+    with env.worker.connection(res) as conn:
+        assert conn.execute(ORDERS).fetchone() == ("1,2,4,5",)
+
+
+def test_unknown_sqlstate_passes_through_as_the_base_class(env):
+    with pytest.raises(DatatableRolesError) as info:
+        env.worker.resolve("not-a-uuid", DT)
+    assert type(info.value) is DatatableRolesError
+    assert info.value.sqlstate == "22P02"
+
+
+def test_errors_never_carry_a_password():
+    raw = psycopg.errors.InsufficientPrivilege(
+        "could not connect: host=x password=hunter2-secret user=y; "
+        "verifier SCRAM-SHA-256$16:c2FsdA==$c3RvcmVk:c2VydmVy; "
+        "url postgresql://u:pa55word@h/db; plain top-secret-value")
+    err = map_error(raw, ["top-secret-value"])
+    assert isinstance(err, Refused)
+    for secret in ("hunter2-secret", "c3RvcmVk", "pa55word", "top-secret-value"):
+        assert secret not in str(err) and secret not in repr(err)
+        assert secret not in str(err.to_dict())
+    assert redact("password='a b c' next") == "password=[redacted] next"
+
+
+def test_register_datatable_error_hides_the_admin_password(env, datatable_db):
+    dbname, admin, password = datatable_db("dtx")
+    with pytest.raises(UnknownObject) as info:
+        env.owner.register_datatable(WS, "other", dbname + "_missing", admin, password)
+    assert password not in str(info.value)
+
+
+# ---- connect and pools -------------------------------------------------------------------
+
+
+def test_connect_sees_the_viewers_rows_and_reuses_the_pooled_connection(env):
+    env.owner.set_datatable_default_role(WS, DT, None)
+    job = env.job("alice")
+    with env.worker.connect(job, DT) as conn:
+        pid, user = backend(conn)
+        assert user == env.emea
+        assert conn.execute(ORDERS).fetchone() == ("1,4",)
+    with env.worker.connect(job, DT) as conn:
+        assert backend(conn) == (pid, env.emea)  # same backend: the pool reused it
+    with env.worker.connect(env.job("bob"), DT) as conn:
+        assert backend(conn)[1] == env.us
+        assert conn.execute(ORDERS).fetchone() == ("2,5",)
+    with env.worker.connect(env.job("carol"), DT) as conn:
+        assert backend(conn)[1].startswith("wm_set_")
+        assert conn.execute(ORDERS).fetchone() == ("1,2,4,5",)
+    stats = env.worker.pool_stats()
+    assert f"{env.emea}@{env.dbname}" in stats and len(stats) == 3
+
+
+def test_connect_under_default_admin_is_the_admin_login(env):
+    with env.worker.connect(env.job("dave"), DT) as conn:
+        assert backend(conn)[1] == env.admin_login
+        assert conn.execute(ORDERS).fetchone() == ("1,2,3,4,5",)
+
+
+def test_a_rekeyed_login_gets_a_new_pool(env):
+    env.owner.set_datatable_default_role(WS, DT, None)
+    with env.worker.connect(env.job("carol"), DT) as conn:
+        pid, login = backend(conn)
+    old_password = env.worker._pools[(login, env.dbname)][0]
+    assert env.owner.retire(env.emea) == 1  # NOLOGIN, sessions ended, row emptied
+    res = env.worker.resolve(env.job("carol"), DT)  # taken back with a new password
+    assert res.login == login and res.password != old_password
+    with env.worker.connection(res) as conn:
+        new_pid, user = backend(conn)
+        assert user == login and new_pid != pid
+        assert conn.execute(ORDERS).fetchone() == ("1,2,4,5",)
+    assert env.worker._pools[(login, env.dbname)][0] == res.password
+    # a role's own login re-keyed by disable/enable
+    with env.worker.connect(env.job("alice"), DT) as conn:
+        pid = backend(conn)[0]
+    env.owner.set_datatable_role_enabled(env.emea, False)
+    with pytest.raises(Refused):
+        env.worker.resolve(env.job("alice"), DT)
+    env.owner.set_datatable_role_enabled(env.emea, True)
+    with env.worker.connect(env.job("alice"), DT) as conn:
+        assert backend(conn)[0] != pid
+        assert conn.execute(ORDERS).fetchone() == ("1,4",)
+
+
+def test_a_returned_connection_forgets_set_role(env):
+    env.owner.set_datatable_default_role(WS, DT, None)
+    job = env.job("carol")
+    with env.worker.connect(job, DT) as conn:
+        pid, login = backend(conn)
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(env.us)))
+        conn.execute("CREATE TEMP TABLE scratch (x int)")
+        assert conn.execute(ORDERS).fetchone() == ("2,5",)
+    with env.worker.connect(job, DT) as conn:
+        assert backend(conn) == (pid, login)
+        assert conn.execute(ORDERS).fetchone() == ("1,2,4,5",)
+        assert conn.execute("SELECT to_regclass('pg_temp.scratch')").fetchone() == (None,)
+
+
+def test_connect_rolls_back_on_error_and_commits_otherwise(env):
+    env.owner.set_datatable_default_role(WS, DT, None)
+    job = env.job("alice")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        with env.worker.connect(job, DT) as conn:
+            conn.execute("DELETE FROM orders")
+    with env.worker.connect(job, DT) as conn:
+        assert conn.execute(ORDERS).fetchone() == ("1,4",)  # usable again
+
+
+def test_connect_refused_raises_before_any_connection(env):
+    env.owner.set_datatable_default_role(WS, DT, None)
+    with pytest.raises(Refused):
+        with env.worker.connect(env.job("dave"), DT):
+            pytest.fail("must not get here")
+    assert env.worker.pool_stats() == {}
+
+
+def test_a_wrong_password_gives_the_server_reason(env):
+    res = env.worker.resolve(env.job("alice"), DT)
+    wrong = Resolution(res.dbname, res.login, "not-the-password", res.roles)
+    t0 = time.monotonic()
+    with pytest.raises(DatatableRolesError) as info:
+        with env.worker.connection(wrong):
+            pass
+    assert time.monotonic() - t0 < env.worker.pool_timeout  # no waiting for the pool
+    assert "password authentication failed" in info.value.message
+    assert "not-the-password" not in str(info.value)
+
+
+# ---- the other calls ---------------------------------------------------------------------
+
+
+def test_every_call_round_trips(env):
+    o, w = env.owner, env.worker
+    o.add_workspace(WS)  # idempotent
+    o.add_workspace_user(WS, "erin", "erin@acme.test", is_admin=True)
+    o.add_group_member(WS, "ops", "erin")
+    o.remove_group_member(WS, "ops", "erin")
+    o.set_folder_access(WS, "reports", "u/erin", "read")
+    o.set_folder_access(WS, "reports", "u/erin", "none")
+    o.remove_workspace_user(WS, "erin")
+    o.validate_role_name("fine-name_1")
+    extra = env.new_role("extra")
+    o.set_datatable_role_tenants(WS, DT, extra, ["u/dave", "*", "u/dave"])
+    assert o.set_datatable_default_role(WS, DT, extra) == []
+    o.remove_datatable_role(WS, DT, extra)  # the default becomes none (R11)
+    warnings = o.set_datatable_default_role(WS, DT, "admin")
+    assert warnings and "admin" in warnings[0]
+    o.set_datatable_role_tenants(WS, DT, "admin", ["u/publisher"])
+    renamed = extra + "_r"
+    o.rename_datatable_role(extra, renamed)
+    env.extra_roles.append(renamed)
+    o.drop_datatable_role(renamed)
+    o.add_workspace("fork")
+    ref_id = o.reference_datatable("fork", "main_ref", WS, DT)
+    assert isinstance(ref_id, int)
+
+    parent = uuid.uuid4()
+    assert w.record_job_start(parent, WS, "u/publisher", "run", "bob@acme.test") \
+        == "bob@acme.test"
+    child = uuid.uuid4()
+    assert w.record_job_start(child, WS, "u/publisher", "job_token",
+                              token_job_id=parent) == "bob@acme.test"
+    assert w.record_job_start(uuid.uuid4(), WS, "u/publisher", "trigger") is None
+    p1 = w.cached_result_path(parent, "f/x", {"a": 1, "b": [1, 2]})
+    assert p1 == w.cached_result_path(child, "f/x", {"b": [1, 2], "a": 1})
+    assert p1 != w.cached_result_path(env.job("alice"), "f/x", {"a": 1, "b": [1, 2]})
+
+    explained = w.explain(parent, DT, "admin")
+    assert explained["roles"] == ["admin"] and explained["login"] == env.admin_login
+    assert "password" not in str(explained)
+    res = w.resolve(parent, DT, for_migration=True)
+    assert res.roles == ("admin",)
+
+    o.set_datatable_default_role(WS, DT, None)
+    w.resolve(env.job("carol"), DT)
+    assert o.retire(env.us) == 1
+    report = o.sweep()
+    assert set(report) >= {"examined", "dropped", "skipped", "unfinished"}
+    assert o.sweep("0 seconds")["dropped"] >= 1  # the retired set login
+    from datetime import timedelta
+    assert o.sweep(timedelta(days=30))["examined"] == 0
+
+
+def test_a_caller_connection_in_transaction_mode(env):
+    with psycopg.connect(env.meta.owner_conninfo) as conn:  # not autocommit
+        c = Client(conn)
+        c.add_workspace("txmode")
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with psycopg.connect(env.meta.owner_conninfo) as other:
+            assert other.execute("SELECT count(*) FROM datatable_roles.workspace"
+                                 " WHERE name = 'txmode'").fetchone() == (1,)
+        assert isinstance(c.sweep(), dict)
+        assert conn.autocommit is False
+        conn.execute("SELECT 1")  # the caller opens a transaction: sweep refuses
+        with pytest.raises(DatatableRolesError, match="idle"):
+            c.sweep()
+        conn.rollback()
+        c.close()
+        assert not conn.closed  # a caller's connection is never closed by the client
+
+
+def test_client_from_env_conninfo_and_migrate_reexport(env, monkeypatch):
+    assert client_module.migrate(env.meta.owner_conninfo) == []
+    monkeypatch.setenv("PGDATABASE", env.meta.name)
+    monkeypatch.setenv("PGUSER", env.cluster.owner)
+    monkeypatch.setenv("PGPASSWORD", env.cluster.owner_password)
+    with Client() as c:  # "" = libpq's PG* variables
+        c.validate_role_name("ok")
+        assert c.host == str(env.cluster.host)
