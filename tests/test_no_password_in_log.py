@@ -1,0 +1,181 @@
+"""No generated password ever reaches the server log (SPEC section 5), even with
+log_statement=all and on every error path: every path that creates or re-keys a login or
+hands out a password runs, then the log written meanwhile is searched for each of them.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+import psycopg
+import pytest
+from psycopg import errors, sql
+
+from conftest import drop_role
+
+WS = "w1"
+
+
+def connect(conninfo: str) -> psycopg.Connection:
+    return psycopg.connect(conninfo, autocommit=True)
+
+
+def resolve(conn, job, role=None):
+    return conn.execute(
+        "SELECT login, password, roles FROM resolve_datatable_role(%s, 'main', %s::text)",
+        [job, role]).fetchone()
+
+
+def record_job(worker, user, origin, caller=None) -> uuid.UUID:
+    job = uuid.uuid4()
+    worker.execute("SELECT record_job_start(%s, %s, %s, %s, %s::text)",
+                   [job, WS, f"u/{user}", origin, caller])
+    return job
+
+
+def stored_passwords(meta) -> set[str]:
+    """Every password the package keeps right now (read as superuser)."""
+    with connect(meta.super_conninfo) as conn:
+        rows = conn.execute(
+            "SELECT password FROM datatable_roles.catalog_role"
+            " UNION ALL SELECT password FROM datatable_roles.datatable_role_set"
+            " UNION ALL SELECT password FROM datatable_roles.link_credential").fetchall()
+    return {r[0] for r in rows if r[0]}
+
+
+@pytest.fixture
+def roles_to_drop(cluster, meta_db):
+    names: list[str] = []
+    yield names
+    with connect(meta_db.super_conninfo) as conn:
+        names += [r[0] for r in conn.execute(
+            "SELECT login FROM datatable_roles.datatable_role_set")]
+    for name in dict.fromkeys(names):
+        drop_role(cluster, name)
+
+
+def test_no_password_in_server_log(cluster, meta_db, datatable_db, uid, roles_to_drop):
+    assert cluster.log_path is not None and cluster.log_path.exists()
+    dbname, admin, admin_password = datatable_db()
+    emea, us, apac = f"{uid}_emea", f"{uid}_us", f"{uid}_apac"
+    roles_to_drop += [emea, us, apac]
+    # Registered before logging starts: admin_password is the operator's plaintext, an
+    # argument of the fixed interface (with log_statement=all the server logs arguments).
+    with connect(meta_db.owner_conninfo) as owner:
+        owner.execute("SELECT add_workspace(%s)", [WS])
+        for user, is_admin in (("dave", False), ("alice", False), ("carol", False),
+                               ("erin", False), ("root", True)):
+            owner.execute("SELECT add_workspace_user(%s, %s, %s, %s)",
+                          [WS, user, f"{user}@example.com", is_admin])
+        owner.execute("SELECT add_group_member(%s, 'both', 'carol')", [WS])
+        owner.execute("SELECT add_group_member(%s, 'ea', 'erin')", [WS])
+        owner.execute("SELECT register_datatable(%s, 'main', %s, %s, %s)",
+                      [WS, dbname, admin, admin_password])
+
+    passwords: set[str] = {admin_password}
+    canary = secrets.token_hex(32)  # shaped like a generated password
+    start = cluster.log_path.stat().st_size
+    cluster.set_setting("log_statement", "all")
+    try:
+        with connect(meta_db.owner_conninfo) as owner, \
+                connect(meta_db.worker_conninfo) as worker:
+            # create_datatable_role; set_datatable_role_enabled (false, then true: re-key)
+            for role in (emea, us, apac):
+                owner.execute("SELECT create_datatable_role(%s)", [role])
+            passwords |= stored_passwords(meta_db)
+            for role, tenants in ((emea, ["u/alice", "g/both", "g/ea"]),
+                                  (us, ["g/both"]), (apac, ["g/ea"])):
+                owner.execute("SELECT set_datatable_role_tenants(%s, 'main', %s, %s::text[])",
+                              [WS, role, tenants])
+            owner.execute("SELECT set_datatable_default_role(%s, 'main', NULL)", [WS])
+            owner.execute("SELECT set_datatable_role_enabled(%s, false)", [apac])
+            owner.execute("SELECT set_datatable_role_enabled(%s, true)", [apac])
+            passwords |= stored_passwords(meta_db)
+
+            jobs = {u: record_job(worker, "dave", "app", f"{u}@example.com")
+                    for u in ("alice", "carol", "erin")}
+            jobs["root"] = record_job(worker, "root", "run", "root@example.com")
+            jobs["nobody"] = record_job(worker, "dave", "schedule")
+
+            # Role login, new set, existing set, admin login.
+            returned = [resolve(worker, jobs["alice"]), resolve(worker, jobs["carol"]),
+                        resolve(worker, jobs["carol"]), resolve(worker, jobs["root"], "admin")]
+            assert [r[2] for r in returned] == [[emea], sorted([emea, us]),
+                                                sorted([emea, us]), ["admin"]]
+            assert returned[3][:2] == (admin, admin_password)
+            set_login, set_password = returned[1][:2]
+            assert returned[2][:2] == (set_login, set_password)
+            passwords |= {r[1] for r in returned} | stored_passwords(meta_db)
+
+            # The set login owns a table in the data table database (the sweep moves it
+            # through the link login, whose password is in link_credential).
+            with connect(cluster.conninfo(admin, admin_password, dbname)) as conn:
+                conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
+                    sql.Identifier(emea)))
+            with connect(cluster.conninfo(set_login, set_password, dbname, tcp=True)) as conn:
+                conn.execute("CREATE TABLE made_by_set_login (x int)")
+
+            # A set taken back: empty password in its row -> re-keyed on next use.
+            owner.execute("UPDATE datatable_roles.datatable_role_set SET password = ''")
+            rekeyed = resolve(worker, jobs["carol"])
+            assert rekeyed[0] == set_login and rekeyed[1] != set_password
+            passwords |= {rekeyed[1]} | stored_passwords(meta_db)
+            with connect(cluster.conninfo(set_login, rekeyed[1], dbname, tcp=True)) as conn:
+                assert conn.execute("SELECT current_user").fetchone() == (set_login,)
+
+            # Error paths: refusals, bad names, injected faults.
+            with pytest.raises(errors.InsufficientPrivilege):
+                resolve(worker, jobs["nobody"])                       # R5
+            with pytest.raises(errors.InsufficientPrivilege):
+                resolve(worker, jobs["alice"], us)                    # R1: not a tenant
+            with pytest.raises(errors.InsufficientPrivilege):
+                resolve(worker, jobs["alice"], "x'); DROP ROLE postgres; --")
+            for bad in ("bad name'; --", f"wm_set_{uid}", "admin", "é" * 40):
+                with pytest.raises(errors.InvalidParameterValue):
+                    owner.execute("SELECT create_datatable_role(%s)", [bad])
+            with pytest.raises(errors.InsufficientPrivilege):
+                worker.execute("SELECT password FROM datatable_roles.catalog_role")
+
+            worker.execute("SET datatable_roles.fault = 'create:after_create_role'")
+            with pytest.raises(errors.InternalError, match="fault injected"):
+                resolve(worker, jobs["erin"])                          # a new set
+            worker.execute("RESET datatable_roles.fault")
+            owner.execute("UPDATE datatable_roles.datatable_role_set SET password = ''")
+            worker.execute("SET datatable_roles.fault = 'rekey:after_alter_role'")
+            with pytest.raises(errors.InternalError, match="fault injected"):
+                resolve(worker, jobs["carol"])                         # a re-key
+            worker.execute("RESET datatable_roles.fault")
+            after_faults = [resolve(worker, jobs["erin"]), resolve(worker, jobs["carol"])]
+            assert [r[2] for r in after_faults] == [sorted([emea, apac]), sorted([emea, us])]
+            passwords |= {r[1] for r in after_faults} | stored_passwords(meta_db)
+            roles_to_drop.append(after_faults[0][0])
+
+            # Sweep after 31 days, then the swept set made again on demand.
+            owner.execute("UPDATE datatable_roles.settings SET clock_offset = '31 days'")
+            (report,) = owner.execute("CALL sweep_unused_role_set_logins(NULL)").fetchone()
+            assert report["dropped"] == 2 and report["unfinished"] == [], report
+            again = resolve(worker, jobs["carol"])
+            assert again[0] == set_login
+            passwords |= {again[1]} | stored_passwords(meta_db)
+
+            # Positive control: a value sent with a statement does reach the log.
+            worker.execute("SELECT %s::text", [canary])
+        with connect(cluster.conninfo(admin, admin_password, dbname)) as conn:
+            assert conn.execute("SELECT tableowner FROM pg_tables"
+                                " WHERE tablename = 'made_by_set_login'").fetchone() == (admin,)
+    finally:
+        cluster.set_setting("log_statement", None)
+
+    log = cluster.log_path.read_bytes()[start:].decode("utf-8", errors="replace")
+    for expected in (canary, "statement: ", "create_datatable_role", "set_datatable_role_enabled",
+                     "resolve_datatable_role", "sweep_unused_role_set_logins",
+                     "fault injected at create:after_create_role",
+                     "fault injected at rekey:after_alter_role", "refused by rule R5",
+                     "made_by_set_login"):
+        assert expected in log, f"the server log lacks {expected!r}"
+    # 3 catalog roles + apac re-keyed; carol's set: made, re-keyed twice, made again after
+    # the sweep; erin's set; the admin login; the link login.
+    assert len(passwords) == 11, len(passwords)
+    leaked = sorted(p for p in passwords if p in log)
+    assert not leaked, f"{len(leaked)} password(s) found in {cluster.log_path}"
