@@ -8,11 +8,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN '*none*';
 
 -- Time as the package sees it: now() plus the injected offset of the tests.
+-- PL/pgSQL rather than SQL here and below: a SQL function that cannot be
+-- inlined (it has a SET clause) is planned anew on every call, while
+-- PL/pgSQL keeps its plans for the session.
 CREATE FUNCTION datatable_roles.clock_now() RETURNS timestamptz
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
-    SELECT now() + s.clock_offset FROM datatable_roles.settings AS s
+BEGIN
+    RETURN now() + (SELECT s.clock_offset FROM datatable_roles.settings AS s);
+END;
 $$;
 
 -- Raise 22004 when a required argument is NULL.
@@ -82,27 +87,37 @@ $$;
 
 -- The keys that name a member of a workspace: '*', u/<user>, g/<each group>,
 -- f/<each folder the member owns or may read or write, directly or through a group>.
+-- member_keys_of is the definition, as a one-row SQL function without a SET
+-- clause so that the planner inlines it into the query that uses it (no
+-- call, and its plan is kept with that query's); member_keys is the same for
+-- callers that want a value.
+CREATE FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text)
+RETURNS TABLE (keys text[])
+LANGUAGE sql STABLE
+AS $$
+    SELECT array['*', 'u/' || p_username] || grp.keys || coalesce((
+        SELECT array_agg(DISTINCT 'f/' || fa.folder)
+        FROM datatable_roles.folder_access AS fa
+        WHERE fa.workspace = p_workspace AND fa.principal = ANY(('u/' || p_username) || grp.keys)
+    ), '{}')
+    FROM (
+        SELECT ARRAY(
+            SELECT 'g/' || gm.group_name
+            FROM datatable_roles.group_member AS gm
+            WHERE gm.workspace = p_workspace AND gm.username = p_username
+        ) AS keys
+        OFFSET 0
+    ) AS grp
+$$;
+
 CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text)
 RETURNS text[]
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
-    WITH grp AS (
-        SELECT gm.group_name
-        FROM datatable_roles.group_member AS gm
-        WHERE gm.workspace = p_workspace AND gm.username = p_username
-    )
-    SELECT array['*', 'u/' || p_username]
-        || coalesce((SELECT array_agg('g/' || grp.group_name) FROM grp), '{}')
-        || coalesce((
-            SELECT array_agg(DISTINCT 'f/' || fa.folder)
-            FROM datatable_roles.folder_access AS fa
-            WHERE fa.workspace = p_workspace
-                AND (
-                    fa.principal = 'u/' || p_username
-                    OR fa.principal IN (SELECT 'g/' || grp.group_name FROM grp)
-                )
-        ), '{}')
+BEGIN
+    RETURN (SELECT k.keys FROM datatable_roles.member_keys_of(p_workspace, p_username) AS k);
+END;
 $$;
 
 -- 64 hex digits from two random UUIDs: 244 bits from pg_strong_random.
@@ -182,11 +197,12 @@ $$;
 
 -- The set login of a set of catalog roles: deterministic over the instance id
 -- and the sorted catalog ids (so renames change nothing and two instances
--- never meet), 7 + 40 = 47 bytes.
-CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[])
-RETURNS text
+-- never meet), 7 + 40 = 47 bytes. set_login_of is the definition (inlined
+-- into the query that uses it, like member_keys_of); set_login_name returns
+-- the value.
+CREATE FUNCTION datatable_roles.set_login_of(p_role_ids bigint[])
+RETURNS TABLE (login text)
 LANGUAGE sql STABLE
-SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
     SELECT 'wm_set_' || left(encode(sha256(convert_to(
         s.instance_id::text || ':'
@@ -197,6 +213,16 @@ AS $$
         'UTF8'
     )), 'hex'), 40)
     FROM datatable_roles.settings AS s
+$$;
+
+CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[])
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    RETURN (SELECT n.login FROM datatable_roles.set_login_of(p_role_ids) AS n);
+END;
 $$;
 
 -- A fault point the crash tests arm in their own session:

@@ -232,7 +232,16 @@ $$;
 -- Retires every set login holding the role: its row loses the password and
 -- the login loses LOGIN in the same transaction, then its sessions end. The
 -- next resolve of such a set takes the login back with a new password.
--- Returns how many set logins were retired.
+-- Returns how many set logins were retired (had a password or LOGIN).
+--
+-- Locks, in the order every path takes them (catalog role row, then the
+-- per-login advisory lock, then the set row): the catalog row first, so that
+-- a resolve making or taking back a login of a set holding this role (it
+-- holds the role's row FOR SHARE) finishes first and its login is seen and
+-- retired here, not missed; then each login's lock, so that no resolve is
+-- re-keying it (concurrent ALTER ROLE) while it is retired. Rows whose
+-- password is already empty are looked at too: such a login may have been
+-- given LOGIN again by a resolve that committed meanwhile.
 CREATE FUNCTION public.retire_role_set_logins_of(role text)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER
@@ -241,19 +250,30 @@ AS $$
 DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(retire_role_set_logins_of.role);
     retired text;
+    was_live boolean;
     n integer := 0;
 BEGIN
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
     FOR retired IN
-        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
-        WHERE s.role_ids @> array[target.id] AND s.password <> ''
-        RETURNING s.login
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[target.id] ORDER BY s.login
     LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || retired, 0));
+        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
+        WHERE s.login = retired AND s.password <> '';
+        was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired) THEN
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
             EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
+            was_live := true;
         END IF;
         PERFORM datatable_roles.end_sessions_of(retired);
-        n := n + 1;
+        -- Until this transaction commits the login can still log in; whoever
+        -- does so now is ended by the next sweep (end_stray_sessions).
+        PERFORM datatable_roles.fault_point('retire:after_end_sessions');
+        IF was_live THEN
+            n := n + 1;
+        END IF;
     END LOOP;
     RETURN n;
 END;

@@ -55,6 +55,12 @@ BEGIN
         quote_literal((SELECT s.link_host FROM datatable_roles.settings AS s)),
         quote_literal(current_setting('port')), quote_literal(p_dbname),
         quote_literal(link.login), quote_literal(link.password));
+    -- A cancel (statement_timeout) is not caught below: it can leave the named
+    -- connection open in this session, and every later move here would fail
+    -- with "duplicate connection name". Close such a leftover first.
+    IF 'datatable_roles_link' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+    END IF;
     PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link', conninfo);
     BEGIN
         PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link', p_sql);
@@ -118,6 +124,9 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             failed := failed || format('%s: %s', db.datname, SQLERRM);
         END;
+        -- Each database's move is committed there on its own: a crash between two
+        -- leaves some moved and some not, which the next sweep or drop finishes.
+        PERFORM datatable_roles.fault_point('move:after_database');
     END LOOP;
     RETURN failed;
 END;
@@ -149,42 +158,106 @@ BEGIN
 END;
 $$;
 
--- Sweep, step 3, in a transaction of its own: drops the login and its row,
--- unless a resolve took it back meanwhile. Returns null when done (or
--- skipped), else why it could not drop the login.
-CREATE FUNCTION datatable_roles.sweep_drop(p_login text)
-RETURNS text
+-- Sweep, steps 2 and 3, in one transaction holding the login's lock from the
+-- first look to the commit: a resolve that wants the login back waits until the
+-- login is gone (and then makes it anew), so the sweep never moves the objects
+-- of, nor drops, a login a resolve took back; one that took it back before
+-- this lock is seen here (its row has a password again) and the login is
+-- skipped. What it owns moves to each data table's admin login (committed in
+-- each database, see move_objects_of), then the login and its row go.
+-- outcome: 'dropped', 'skipped' (taken back, or already gone), or
+-- 'unfinished' with the reason; then the row keeps its empty password.
+CREATE FUNCTION datatable_roles.sweep_drop(
+    p_login text, OUT outcome text, OUT reason text
+)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
+DECLARE
+    failed text [];
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
     IF NOT EXISTS (
         SELECT FROM datatable_roles.datatable_role_set AS s
         WHERE s.login = p_login AND s.password = ''
     ) THEN
-        RETURN null;
+        outcome := 'skipped';
+        RETURN;
+    END IF;
+    -- NOLOGIN is committed now: whoever logged in again before that commit
+    -- is ended here for good, before anything moves under it.
+    PERFORM datatable_roles.end_sessions_of(p_login);
+    failed := datatable_roles.move_objects_of(p_login);
+    PERFORM datatable_roles.fault_point('sweep:after_move');
+    IF failed <> '{}' THEN
+        outcome := 'unfinished';
+        reason := array_to_string(failed, '; ');
+        RETURN;
     END IF;
     BEGIN
-        PERFORM datatable_roles.end_sessions_of(p_login);
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
             EXECUTE format('DROP ROLE %I', p_login);
         END IF;
         PERFORM datatable_roles.fault_point('sweep:after_drop_role');
         DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
     EXCEPTION WHEN OTHERS THEN
-        RETURN SQLERRM;
+        outcome := 'unfinished';
+        reason := SQLERRM;
+        RETURN;
     END;
-    RETURN null;
+    outcome := 'dropped';
+END;
+$$;
+
+-- Ends the sessions of this instance's logins that should have none: set logins
+-- whose row has an empty password and disabled catalog roles, when they are
+-- NOLOGIN. Retirement ends their sessions before its commit; a client that
+-- logged in again in that moment (the login could, until the commit) is ended
+-- here. Each is looked at under the lock a resolve or an enable takes first,
+-- so a login taken back meanwhile is left alone. Returns how many sessions.
+CREATE FUNCTION datatable_roles.end_stray_sessions()
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    stray text;
+    n integer := 0;
+BEGIN
+    FOR stray IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.password = '' ORDER BY s.login
+    LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || stray, 0));
+        IF EXISTS (
+            SELECT FROM datatable_roles.datatable_role_set AS s
+            JOIN pg_roles AS pr ON pr.rolname = s.login
+            WHERE s.login = stray AND s.password = '' AND NOT pr.rolcanlogin
+        ) THEN
+            n := n + datatable_roles.end_sessions_of(stray);
+        END IF;
+    END LOOP;
+    FOR stray IN
+        SELECT r.name FROM datatable_roles.catalog_role AS r
+        WHERE NOT r.enabled ORDER BY r.id
+        FOR SHARE SKIP LOCKED
+    LOOP
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = stray AND NOT pr.rolcanlogin) THEN
+            n := n + datatable_roles.end_sessions_of(stray);
+        END IF;
+    END LOOP;
+    RETURN n;
 END;
 $$;
 
 -- Drops this instance's set logins unused for unused_for (default: settings
 -- unused_after, 30 days), going by this instance's rows only. Per login:
--- take away its password and LOGIN (commit), move what it owns in each data
--- table database to the admin login, drop it and its row (commit). A login it
--- cannot finish keeps its row with an empty password, so the next sweep finds
--- it again. Call it as the package owner, outside a transaction block:
+-- take away its password and LOGIN (commit), then, holding the login's lock,
+-- move what it owns in each data table database to the admin login and drop
+-- it and its row (commit). A login it cannot finish keeps its row with an
+-- empty password, so the next sweep finds it again. Last, it ends stray
+-- sessions of retired logins (end_stray_sessions). Call it as the package
+-- owner, outside a transaction block:
 --     CALL sweep_unused_role_set_logins(NULL);
 -- report: {"examined", "dropped", "skipped", "unfinished": [{"login", "reason"}]}.
 CREATE PROCEDURE public.sweep_unused_role_set_logins(
@@ -197,8 +270,7 @@ DECLARE
         unused_for, (SELECT s.unused_after FROM datatable_roles.settings AS s));
     victims text [];
     victim text;
-    failed text [];
-    reason text;
+    finish record;
     dropped integer := 0;
     skipped integer := 0;
     unfinished jsonb := '[]'::jsonb;
@@ -216,20 +288,17 @@ BEGIN
         END IF;
         COMMIT;
         PERFORM datatable_roles.fault_point('sweep:after_take_away');
-        failed := datatable_roles.move_objects_of(victim);
-        PERFORM datatable_roles.fault_point('sweep:after_move');
-        IF failed = '{}' THEN
-            reason := datatable_roles.sweep_drop(victim);
-        ELSE
-            reason := array_to_string(failed, '; ');
-        END IF;
+        SELECT * INTO finish FROM datatable_roles.sweep_drop(victim);
         COMMIT;
-        IF reason IS NULL THEN
+        IF finish.outcome = 'dropped' THEN
             dropped := dropped + 1;
+        ELSIF finish.outcome = 'skipped' THEN
+            skipped := skipped + 1;
         ELSE
-            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', reason);
+            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', finish.reason);
         END IF;
     END LOOP;
+    PERFORM datatable_roles.end_stray_sessions();
     report := jsonb_build_object('examined', cardinality(victims), 'dropped', dropped,
         'skipped', skipped, 'unfinished', unfinished);
 END;

@@ -72,10 +72,12 @@ $_$;
 ALTER FUNCTION datatable_roles.check_tenant_key(p_key text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.clock_now() RETURNS timestamp with time zone
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
-    SELECT now() + s.clock_offset FROM datatable_roles.settings AS s
+BEGIN
+    RETURN now() + (SELECT s.clock_offset FROM datatable_roles.settings AS s);
+END;
 $$;
 
 ALTER FUNCTION datatable_roles.clock_now() OWNER TO dtr_owner;
@@ -105,75 +107,82 @@ CREATE FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role t
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
-    job datatable_roles.job_perms;
-    dt record;
+    h record;
     label text;
     found_user datatable_roles.workspace_user;
     ident_admin boolean;
     ident_keys text [];
     candidate record;
+    dflt record;
     default_id bigint;
     default_enabled boolean;
     viewer_keys text [];
     viewer_ids bigint [] := '{}'::bigint [];
     ids bigint [] := '{}'::bigint [];
+    names text [];
     steps jsonb := '[]'::jsonb;
     result datatable_roles.decision;
 BEGIN
-    SELECT p.* INTO job FROM datatable_roles.job_perms AS p WHERE p.job_id = p_job_id;
+    -- The job, the entry it names (h.entry_id) and the governing entry (h.id),
+    -- and the job identity's own keys as captured at start.
+    SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
+        j.end_user_email,
+        array['*', j.permissioned_as]
+        || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
+        || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
+        d.id AS entry_id, g.id, g.workspace, g.name, g.dbname, g.admin_login, g.default_role,
+        g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
+    INTO h
+    FROM datatable_roles.job_perms AS j
+    LEFT JOIN datatable_roles.datatable AS d
+        ON d.workspace = j.workspace AND d.name = p_datatable
+    LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
+    WHERE j.job_id = p_job_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % was never recorded', p_job_id
             USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start when the job starts.';
     END IF;
-    SELECT g.id, g.workspace, g.name, g.dbname, g.admin_login, g.default_role, g.admin_tenants,
-        d.governing_id IS NOT NULL AS is_reference
-    INTO dt
-    FROM datatable_roles.datatable AS d
-    JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
-    WHERE d.workspace = job.workspace AND d.name = p_datatable;
-    IF NOT FOUND THEN
+    IF h.entry_id IS NULL THEN
         RAISE EXCEPTION 'data table % does not exist in workspace %',
-            quote_literal(left(p_datatable, 80)), quote_literal(job.workspace)
+            quote_literal(left(p_datatable, 80)), quote_literal(h.job_workspace)
             USING ERRCODE = 'no_data_found';
     END IF;
-    label := format('%s/%s', job.workspace, p_datatable);
-    result.datatable_id := dt.id;
-    result.dbname := dt.dbname;
-    result.admin_login := dt.admin_login;
+    label := format('%s/%s', h.job_workspace, p_datatable);
+    result.datatable_id := h.id;
+    result.dbname := h.dbname;
+    result.admin_login := h.admin_login;
     result.is_admin := false;
 
     -- The job identity counts in the governing workspace: its own memberships
     -- as captured at start, or, for a data table another workspace governs,
     -- its current ones there, found by email (none when not a member).
-    IF dt.workspace = job.workspace THEN
-        ident_admin := job.is_admin;
-        ident_keys := array['*', job.permissioned_as]
-            || ARRAY(SELECT 'g/' || g FROM unnest(job.groups) AS g)
-            || ARRAY(SELECT 'f/' || f FROM unnest(job.folders) AS f);
+    IF h.workspace = h.job_workspace THEN
+        ident_admin := h.is_admin;
+        ident_keys := h.job_keys;
     ELSE
         SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = dt.workspace AND lower(u.email) = lower(job.email);
+        WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.email);
         ident_admin := coalesce(found_user.is_admin, false);
         ident_keys := CASE WHEN FOUND
-            THEN datatable_roles.member_keys(dt.workspace, found_user.username) ELSE '{}' END;
+            THEN datatable_roles.member_keys(h.workspace, found_user.username) ELSE '{}' END;
     END IF;
     IF p_trace THEN
         steps := steps || jsonb_build_object(
-            'step', 'identity', 'permissioned_as', job.permissioned_as,
-            'governing', format('%s/%s', dt.workspace, dt.name), 'reference', dt.is_reference,
+            'step', 'identity', 'permissioned_as', h.permissioned_as,
+            'governing', format('%s/%s', h.workspace, h.name), 'reference', h.is_reference,
             'workspace_admin', ident_admin, 'keys', to_jsonb(ident_keys),
-            'memberships', CASE WHEN dt.workspace = job.workspace THEN 'captured at job start'
+            'memberships', CASE WHEN h.workspace = h.job_workspace THEN 'captured at job start'
                 ELSE 'current, in the governing workspace' END);
     END IF;
 
     IF p_role IS NOT NULL THEN
         -- R1 (and R8 when a migration names a role): exactly {R}.
         IF p_role = 'admin' THEN
-            IF NOT (ident_admin OR dt.admin_tenants && ident_keys) THEN
+            IF NOT (ident_admin OR h.admin_tenants && ident_keys) THEN
                 result.refused_case := 'R1';
                 result.refused_message := format(
                     'data table %s: role admin was named, and the job identity %s may not use it',
-                    label, job.permissioned_as);
+                    label, h.permissioned_as);
                 result.refused_hint := 'Name a role the identity is a tenant of, or add the identity to the tenants of admin.';
             END IF;
             result.is_admin := result.refused_case IS NULL;
@@ -182,7 +191,7 @@ BEGIN
             INTO candidate
             FROM datatable_roles.catalog_role AS r
             LEFT JOIN datatable_roles.datatable_role AS m
-                ON m.role_id = r.id AND m.datatable_id = dt.id
+                ON m.role_id = r.id AND m.datatable_id = h.id
             WHERE r.name = p_role;
             result.refused_case := 'R1';
             IF NOT FOUND OR NOT candidate.mapped THEN
@@ -197,11 +206,12 @@ BEGIN
             ELSIF NOT (ident_admin OR candidate.tenants && ident_keys) THEN
                 result.refused_message := format(
                     'data table %s: role %s was named, and the job identity %s is not a tenant of it',
-                    label, candidate.name, job.permissioned_as);
+                    label, candidate.name, h.permissioned_as);
                 result.refused_hint := 'Add the identity (or one of its groups or folders) to the role''s tenants, or name a role it may use.';
             ELSE
                 result.refused_case := NULL;
                 ids := array[candidate.id];
+                names := array[candidate.name];
             END IF;
         END IF;
         IF p_trace THEN
@@ -210,19 +220,19 @@ BEGIN
         END IF;
     ELSIF p_for_migration THEN
         -- R8: a migration naming no role runs as admin, when admin may serve.
-        IF dt.default_role = 'admin' OR ident_admin OR dt.admin_tenants && ident_keys THEN
+        IF h.default_role = 'admin' OR ident_admin OR h.admin_tenants && ident_keys THEN
             result.is_admin := true;
         ELSE
             result.refused_case := 'R8';
             result.refused_message := format(
                 'data table %s: a migration naming no role runs as admin, and the job identity %s may not use admin',
-                label, job.permissioned_as);
+                label, h.permissioned_as);
             result.refused_hint := 'Name a role in the migration, or add the identity to the tenants of admin.';
         END IF;
         IF p_trace THEN
             steps := steps || jsonb_build_object('step', 'migration', 'rule', 'R8', 'admin', result.is_admin);
         END IF;
-    ELSIF dt.default_role = 'admin' THEN
+    ELSIF h.default_role = 'admin' THEN
         -- R2: exactly as before viewer roles: no tenant check, no viewer lookup.
         result.is_admin := true;
         IF p_trace THEN
@@ -230,98 +240,66 @@ BEGIN
                 'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup');
         END IF;
     ELSE
-        -- R3: the default, when the identity may use it ...
-        IF dt.default_role <> datatable_roles.no_default() THEN
-            SELECT r.id, r.name, r.enabled, m.tenants INTO candidate
-            FROM datatable_roles.catalog_role AS r
-            JOIN datatable_roles.datatable_role AS m ON m.role_id = r.id AND m.datatable_id = dt.id
-            WHERE r.name = dt.default_role;
-            IF FOUND THEN
-                default_id := candidate.id;
-                default_enabled := candidate.enabled;
-                IF candidate.enabled AND (ident_admin OR candidate.tenants && ident_keys) THEN
-                    ids := array[candidate.id];
-                END IF;
-            END IF;
-            IF p_trace THEN
-                steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
-                    'default', dt.default_role, 'gives', CASE WHEN ids = '{}' THEN NULL ELSE dt.default_role END,
-                    'why', CASE
-                        WHEN default_id IS NULL THEN 'the default is not in the role map'
-                        WHEN NOT default_enabled THEN 'the default role is disabled'
-                        WHEN ident_admin THEN 'the job identity is a workspace admin'
-                        WHEN ids <> '{}' THEN 'the identity is named by ' || array_to_string(
-                            ARRAY(SELECT unnest(candidate.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
-                        ELSE 'the job identity is not a tenant of the default role' END);
-            END IF;
+        -- R3/R4, with R9 and R10: default_and_viewer_roles.
+        SELECT dv.* INTO dflt
+        FROM datatable_roles.default_and_viewer_roles(h.id, h.workspace, h.default_role,
+            ident_admin, ident_keys, h.end_user_email) AS dv;
+        default_id := dflt.default_id;
+        default_enabled := dflt.default_enabled;
+        viewer_keys := dflt.viewer_keys;
+        viewer_ids := dflt.viewer_ids;
+        ids := dflt.role_ids;
+        names := dflt.role_names;
+        IF p_trace AND h.default_role <> datatable_roles.no_default() THEN
+            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
+                'default', h.default_role, 'gives', CASE WHEN dflt.default_held THEN h.default_role END,
+                'why', CASE
+                    WHEN default_id IS NULL THEN 'the default is not in the role map'
+                    WHEN NOT default_enabled THEN 'the default role is disabled'
+                    WHEN ident_admin THEN 'the job identity is a workspace admin'
+                    WHEN dflt.default_held THEN 'the identity is named by ' || array_to_string(
+                        ARRAY(SELECT unnest(dflt.default_tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
+                    ELSE 'the job identity is not a tenant of the default role' END);
         ELSIF p_trace THEN
             steps := steps || jsonb_build_object('step', 'default', 'rule', 'R4', 'default', NULL,
                 'gives', NULL, 'why', 'the data table has no default role');
         END IF;
 
-        -- ... plus the viewer's roles, unless no viewer could add anything
-        -- (R10): no enabled role but the default has tenants here, and the
-        -- default is already held (or names nobody). Then the viewer is not
-        -- looked up at all.
-        IF EXISTS (
-            SELECT FROM datatable_roles.datatable_role AS m
-            JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-            WHERE m.datatable_id = dt.id AND r.enabled AND m.tenants <> '{}'
-                AND (m.role_id IS DISTINCT FROM default_id OR ids = '{}')
-        ) THEN
-            IF job.end_user_email IS NOT NULL THEN
-                SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
-                WHERE u.workspace = dt.workspace AND lower(u.email) = lower(job.end_user_email);
-                IF FOUND THEN
-                    viewer_keys := datatable_roles.member_keys(dt.workspace, found_user.username);
-                END IF;
-            END IF;
-            -- R9: no viewer, or a viewer outside the governing workspace, holds nothing.
-            IF viewer_keys IS NOT NULL THEN
-                viewer_ids := ARRAY(
-                    SELECT m.role_id
+        IF p_trace AND dflt.viewer_looked_up THEN
+            steps := steps || jsonb_build_object('step', 'viewer', 'rule',
+                CASE WHEN viewer_keys IS NULL THEN 'R9' ELSE 'R3/R4' END,
+                'viewer', h.end_user_email,
+                'member', viewer_keys IS NOT NULL,
+                'why', CASE
+                    WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
+                    WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
+                    ELSE 'tenant lists naming the viewer' END,
+                'roles', coalesce((
+                    SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
+                        SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
+                        ORDER BY r.name)
                     FROM datatable_roles.datatable_role AS m
                     JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                    WHERE m.datatable_id = dt.id AND r.enabled AND m.tenants && viewer_keys
-                );
-            END IF;
-            IF p_trace THEN
-                steps := steps || jsonb_build_object('step', 'viewer', 'rule',
-                    CASE WHEN viewer_keys IS NULL THEN 'R9' ELSE 'R3/R4' END,
-                    'viewer', job.end_user_email,
-                    'member', viewer_keys IS NOT NULL,
-                    'why', CASE
-                        WHEN job.end_user_email IS NULL THEN 'no viewer was recorded for this job'
-                        WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
-                        ELSE 'tenant lists naming the viewer' END,
-                    'roles', coalesce((
-                        SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
-                            SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
-                            ORDER BY r.name)
-                        FROM datatable_roles.datatable_role AS m
-                        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                        WHERE m.datatable_id = dt.id AND m.role_id = ANY(viewer_ids)), '[]'));
-            END IF;
+                    WHERE m.datatable_id = h.id AND m.role_id = ANY(viewer_ids)), '[]'));
         ELSIF p_trace THEN
             steps := steps || jsonb_build_object('step', 'viewer', 'rule', 'R10',
                 'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up');
         END IF;
 
-        ids := ARRAY(SELECT DISTINCT i FROM unnest(ids || viewer_ids) AS i ORDER BY i);
         IF ids = '{}' THEN
             -- R5: never an empty or read-nothing login.
             result.refused_case := 'R5';
             result.refused_message := format(
                 'data table %s: no role remains for this connection (%s; %s)', label,
-                CASE WHEN dt.default_role = datatable_roles.no_default() THEN 'there is no default role'
+                CASE WHEN h.default_role = datatable_roles.no_default() THEN 'there is no default role'
                     WHEN NOT default_enabled
-                        THEN format('the default role %s is disabled', dt.default_role)
+                        THEN format('the default role %s is disabled', h.default_role)
                     ELSE format('the job identity %s may not use the default role %s',
-                        job.permissioned_as, dt.default_role) END,
-                CASE WHEN job.end_user_email IS NULL THEN 'no viewer was recorded'
+                        h.permissioned_as, h.default_role) END,
+                CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
                     WHEN viewer_keys IS NULL AND EXISTS (
                         SELECT FROM datatable_roles.workspace_user AS u
-                        WHERE u.workspace = dt.workspace AND lower(u.email) = lower(job.end_user_email))
+                        WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.end_user_email))
                         THEN 'no role of the map names anyone'
                     WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
                     ELSE 'the viewer is a tenant of no role' END);
@@ -334,9 +312,7 @@ BEGIN
             result.role_names := '{admin}';
         ELSE
             result.role_ids := ids;
-            result.role_names := ARRAY(
-                SELECT r.name FROM datatable_roles.catalog_role AS r
-                WHERE r.id = ANY(ids) ORDER BY r.name COLLATE "C");
+            result.role_names := names;
         END IF;
     END IF;
     IF p_trace THEN
@@ -347,6 +323,59 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.default_and_viewer_roles(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text) RETURNS TABLE(default_id bigint, default_enabled boolean, default_tenants text[], default_held boolean, viewer_looked_up boolean, viewer_keys text[], viewer_ids bigint[], role_ids bigint[], role_names text[])
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT c.id, c.enabled, c.tenants, c.held, x.looked_up, v.keys, v.ids, s.ids, s.names
+    FROM (
+        SELECT d.id, d.enabled, d.tenants, coalesce(d.held, false) AS held
+        FROM (SELECT) AS one
+        LEFT JOIN (
+            SELECT r.id, r.enabled, m.tenants,
+                r.enabled AND (p_ident_admin OR m.tenants && p_ident_keys) AS held
+            FROM datatable_roles.catalog_role AS r
+            JOIN datatable_roles.datatable_role AS m
+                ON m.datatable_id = p_datatable_id AND m.role_id = r.id
+            WHERE r.name = p_default_role AND p_default_role <> datatable_roles.no_default()
+        ) AS d ON true
+        OFFSET 0
+    ) AS c
+    CROSS JOIN LATERAL (
+        SELECT EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            WHERE m.datatable_id = p_datatable_id AND m.tenants <> '{}'
+                AND (m.role_id IS DISTINCT FROM c.id OR NOT c.held)
+                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+        ) AS looked_up
+        OFFSET 0
+    ) AS x
+    CROSS JOIN LATERAL (
+        SELECT k.keys, CASE WHEN k.keys IS NULL THEN '{}'::bigint [] ELSE ARRAY(
+            SELECT m.role_id FROM datatable_roles.datatable_role AS m
+            WHERE m.datatable_id = p_datatable_id AND m.tenants && k.keys
+                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+        ) END AS ids
+        FROM (
+            SELECT (
+                SELECT mk.keys
+                FROM datatable_roles.workspace_user AS u
+                CROSS JOIN LATERAL datatable_roles.member_keys_of(p_workspace, u.username) AS mk
+                WHERE x.looked_up AND u.workspace = p_workspace
+                    AND lower(u.email) = lower(p_viewer_email)
+            ) AS keys
+            OFFSET 0
+        ) AS k
+    ) AS v
+    CROSS JOIN LATERAL (
+        SELECT coalesce(array_agg(r.id ORDER BY r.id), '{}') AS ids,
+            coalesce(array_agg(r.name ORDER BY r.name COLLATE "C"), '{}') AS names
+        FROM datatable_roles.catalog_role AS r
+        WHERE r.id = ANY(CASE WHEN c.held THEN array[c.id] ELSE '{}' END || v.ids)
+    ) AS s
+$$;
+
+ALTER FUNCTION datatable_roles.default_and_viewer_roles(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.end_sessions_of(p_login text) RETURNS integer
     LANGUAGE plpgsql
@@ -371,6 +400,42 @@ $$;
 
 ALTER FUNCTION datatable_roles.end_sessions_of(p_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.end_stray_sessions() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    stray text;
+    n integer := 0;
+BEGIN
+    FOR stray IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.password = '' ORDER BY s.login
+    LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || stray, 0));
+        IF EXISTS (
+            SELECT FROM datatable_roles.datatable_role_set AS s
+            JOIN pg_roles AS pr ON pr.rolname = s.login
+            WHERE s.login = stray AND s.password = '' AND NOT pr.rolcanlogin
+        ) THEN
+            n := n + datatable_roles.end_sessions_of(stray);
+        END IF;
+    END LOOP;
+    FOR stray IN
+        SELECT r.name FROM datatable_roles.catalog_role AS r
+        WHERE NOT r.enabled ORDER BY r.id
+        FOR SHARE SKIP LOCKED
+    LOOP
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = stray AND NOT pr.rolcanlogin) THEN
+            n := n + datatable_roles.end_sessions_of(stray);
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.end_stray_sessions() OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -383,29 +448,50 @@ DECLARE
 BEGIN
     login := datatable_roles.set_login_name(p_role_ids);
     FOR attempt IN 1..2 LOOP
+        -- One statement, one snapshot: the row's password and the login's
+        -- LOGIN as of the same committed state.
         SELECT s.* INTO existing FROM datatable_roles.datatable_role_set AS s
-        WHERE s.login = ensure_set_login.login;
-        IF FOUND AND existing.password <> '' AND EXISTS (
-            SELECT FROM pg_roles AS pr WHERE pr.rolname = ensure_set_login.login AND pr.rolcanlogin
-        ) THEN
+        WHERE s.login = ensure_set_login.login AND s.password <> '' AND EXISTS (
+            SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login AND pr.rolcanlogin
+        );
+        IF FOUND THEN
             IF now_ts - existing.last_used_at
                 < (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
                 password := existing.password;
                 RETURN;
             END IF;
-            -- The daily touch. It locks the row, so it serialises with a
-            -- sweep taking this login away; if the sweep won, fall through
-            -- and take the login back.
-            UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
-            WHERE s.login = ensure_set_login.login AND s.password <> ''
-            RETURNING s.password INTO password;
-            IF password IS NOT NULL THEN
-                RETURN;
+            -- The daily touch, only on the second look, under the login's
+            -- lock: a row is only ever locked after that lock, as the sweep
+            -- and retirement do. (Touching first, an UPDATE that lost its
+            -- recheck against a sweep kept the row locked and then waited
+            -- for the lock the sweep held: a deadlock.) Under the lock, a
+            -- sweep or retirement is either done (then the row says so) or
+            -- has not started.
+            IF attempt = 2 THEN
+                UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
+                WHERE s.login = ensure_set_login.login AND s.password <> ''
+                RETURNING s.password INTO password;
+                IF password IS NOT NULL THEN
+                    RETURN;
+                END IF;
             END IF;
         END IF;
         EXIT WHEN attempt = 2;
-        -- Serialise makers of this login; the second look sees what a
-        -- concurrent maker committed meanwhile.
+        -- Lock the roles' catalog rows before the login's lock (the order
+        -- retirement takes them too): a role being disabled or dropped right
+        -- now is either seen here, and the resolve fails with a clear error,
+        -- or waits for this commit and then retires the login made here.
+        -- Without it such a login was made, with LOGIN, after the retirement
+        -- had looked for it.
+        IF cardinality(ARRAY(
+            SELECT r.id FROM datatable_roles.catalog_role AS r
+            WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE
+        )) <> cardinality(p_role_ids) THEN
+            RAISE EXCEPTION 'a role of set login % was disabled or dropped while resolving; retry', login
+                USING ERRCODE = 'serialization_failure';
+        END IF;
+        -- Serialise makers of this login (and the sweep and retirement of it);
+        -- the second look sees what a concurrent maker committed meanwhile.
         PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || login, 0));
     END LOOP;
 
@@ -414,8 +500,10 @@ BEGIN
     fresh_password := datatable_roles.new_password();
     BEGIN
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = login) THEN
-            -- A login without a usable row: take it back.
-            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT PASSWORD %L',
+            -- A login without a usable row: take it back, stripped of any
+            -- attribute it may have been given (one a superuser gave it,
+            -- SUPERUSER, REPLICATION or BYPASSRLS, makes this ALTER fail).
+            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT NOCREATEDB NOCREATEROLE PASSWORD %L',
                 login, datatable_roles.verifier_for(fresh_password));
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             PERFORM datatable_roles.reset_memberships(login, names);
@@ -455,6 +543,12 @@ BEGIN
         quote_literal((SELECT s.link_host FROM datatable_roles.settings AS s)),
         quote_literal(current_setting('port')), quote_literal(p_dbname),
         quote_literal(link.login), quote_literal(link.password));
+    -- A cancel (statement_timeout) is not caught below: it can leave the named
+    -- connection open in this session, and every later move here would fail
+    -- with "duplicate connection name". Close such a leftover first.
+    IF 'datatable_roles_link' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+    END IF;
     PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link', conninfo);
     BEGIN
         PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link', p_sql);
@@ -532,28 +626,35 @@ $$;
 ALTER FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) RETURNS text[]
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
-    WITH grp AS (
-        SELECT gm.group_name
-        FROM datatable_roles.group_member AS gm
-        WHERE gm.workspace = p_workspace AND gm.username = p_username
-    )
-    SELECT array['*', 'u/' || p_username]
-        || coalesce((SELECT array_agg('g/' || grp.group_name) FROM grp), '{}')
-        || coalesce((
-            SELECT array_agg(DISTINCT 'f/' || fa.folder)
-            FROM datatable_roles.folder_access AS fa
-            WHERE fa.workspace = p_workspace
-                AND (
-                    fa.principal = 'u/' || p_username
-                    OR fa.principal IN (SELECT 'g/' || grp.group_name FROM grp)
-                )
-        ), '{}')
+BEGIN
+    RETURN (SELECT k.keys FROM datatable_roles.member_keys_of(p_workspace, p_username) AS k);
+END;
 $$;
 
 ALTER FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text) RETURNS TABLE(keys text[])
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT array['*', 'u/' || p_username] || grp.keys || coalesce((
+        SELECT array_agg(DISTINCT 'f/' || fa.folder)
+        FROM datatable_roles.folder_access AS fa
+        WHERE fa.workspace = p_workspace AND fa.principal = ANY(('u/' || p_username) || grp.keys)
+    ), '{}')
+    FROM (
+        SELECT ARRAY(
+            SELECT 'g/' || gm.group_name
+            FROM datatable_roles.group_member AS gm
+            WHERE gm.workspace = p_workspace AND gm.username = p_username
+        ) AS keys
+        OFFSET 0
+    ) AS grp
+$$;
+
+ALTER FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     LANGUAGE plpgsql
@@ -581,6 +682,9 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             failed := failed || format('%s: %s', db.datname, SQLERRM);
         END;
+        -- Each database's move is committed there on its own: a crash between two
+        -- leaves some moved and some not, which the next sweep or drop finishes.
+        PERFORM datatable_roles.fault_point('move:after_database');
     END LOOP;
     RETURN failed;
 END;
@@ -801,8 +905,18 @@ $_$;
 ALTER FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) RETURNS text
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN (SELECT n.login FROM datatable_roles.set_login_of(p_role_ids) AS n);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) RETURNS TABLE(login text)
+    LANGUAGE sql STABLE
     AS $$
     SELECT 'wm_set_' || left(encode(sha256(convert_to(
         s.instance_id::text || ':'
@@ -815,35 +929,49 @@ CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) RETURNS text
     FROM datatable_roles.settings AS s
 $$;
 
-ALTER FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.sweep_drop(p_login text) RETURNS text
+CREATE FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
+DECLARE
+    failed text [];
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
     IF NOT EXISTS (
         SELECT FROM datatable_roles.datatable_role_set AS s
         WHERE s.login = p_login AND s.password = ''
     ) THEN
-        RETURN null;
+        outcome := 'skipped';
+        RETURN;
+    END IF;
+    -- NOLOGIN is committed now: whoever logged in again before that commit
+    -- is ended here for good, before anything moves under it.
+    PERFORM datatable_roles.end_sessions_of(p_login);
+    failed := datatable_roles.move_objects_of(p_login);
+    PERFORM datatable_roles.fault_point('sweep:after_move');
+    IF failed <> '{}' THEN
+        outcome := 'unfinished';
+        reason := array_to_string(failed, '; ');
+        RETURN;
     END IF;
     BEGIN
-        PERFORM datatable_roles.end_sessions_of(p_login);
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
             EXECUTE format('DROP ROLE %I', p_login);
         END IF;
         PERFORM datatable_roles.fault_point('sweep:after_drop_role');
         DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
     EXCEPTION WHEN OTHERS THEN
-        RETURN SQLERRM;
+        outcome := 'unfinished';
+        reason := SQLERRM;
+        RETURN;
     END;
-    RETURN null;
+    outcome := 'dropped';
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.sweep_drop(p_login text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql
@@ -909,6 +1037,23 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) RETURNS TABLE(login text, password text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT s.login, s.password
+    FROM datatable_roles.datatable_role_set AS s
+    WHERE cardinality(p_role_ids) > 1
+        AND s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_role_ids) AS n)
+        AND s.password <> ''
+        AND (
+            SELECT now() + st.clock_offset - s.last_used_at < st.touch_every
+            FROM datatable_roles.settings AS st
+        )
+        AND (SELECT pr.rolcanlogin FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = s.login)
+$$;
+
+ALTER FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
     LANGUAGE sql
@@ -1418,16 +1563,83 @@ $$;
 
 ALTER FUNCTION public.rename_datatable_role(name text, new_name text) OWNER TO dtr_owner;
 
-CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false) RETURNS TABLE(dbname text, login text, password text, roles text[])
+CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false, OUT dbname text, OUT login text, OUT password text, OUT roles text[]) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
+    h record;
+    c record;
     d datatable_roles.decision;
 BEGIN
-    PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
-    PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
-    PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
+    IF resolve_datatable_role.job_id IS NULL THEN
+        RAISE EXCEPTION 'argument % must not be NULL', 'job_id' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF resolve_datatable_role.datatable IS NULL THEN
+        RAISE EXCEPTION 'argument % must not be NULL', 'datatable' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF resolve_datatable_role.for_migration IS NULL THEN
+        RAISE EXCEPTION 'argument % must not be NULL', 'for_migration' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF resolve_datatable_role.role IS NULL AND NOT resolve_datatable_role.for_migration THEN
+        SELECT g.id, g.workspace, g.dbname, g.default_role, g.admin_login, g.admin_password,
+            g.workspace = j.workspace AS own_workspace, j.is_admin, j.end_user_email,
+            CASE WHEN g.default_role <> 'admin' THEN array['*', j.permissioned_as]
+                || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
+                || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) END AS job_keys
+        INTO h
+        FROM datatable_roles.job_perms AS j
+        JOIN datatable_roles.datatable AS e
+            ON e.workspace = j.workspace AND e.name = resolve_datatable_role.datatable
+        JOIN datatable_roles.datatable AS g ON g.id = coalesce(e.governing_id, e.id)
+        WHERE j.job_id = resolve_datatable_role.job_id;
+        IF FOUND AND h.default_role = 'admin' THEN
+            -- R2.
+            dbname := h.dbname;
+            login := h.admin_login;
+            password := h.admin_password;
+            roles := '{admin}';
+            RETURN;
+        END IF;
+        IF FOUND AND h.own_workspace THEN
+            -- One row, each lookup a subquery on it (so that it is computed
+            -- once): the role's password, or the set login usable as is.
+            SELECT dv.role_ids, dv.role_names,
+                CASE WHEN cardinality(dv.role_ids) = 1 THEN (
+                    SELECT r.password FROM datatable_roles.catalog_role AS r
+                    WHERE r.id = dv.role_ids[1]
+                ) END AS role_password,
+                CASE WHEN cardinality(dv.role_ids) > 1 THEN (
+                    SELECT array[f.login, f.password]
+                    FROM datatable_roles.usable_set_login(dv.role_ids) AS f
+                ) END AS set_login
+            INTO c
+            FROM datatable_roles.default_and_viewer_roles(h.id, h.workspace, h.default_role,
+                h.is_admin, h.job_keys, h.end_user_email) AS dv;
+            IF cardinality(c.role_ids) = 1 THEN
+                -- R6: the role's own login.
+                dbname := h.dbname;
+                login := c.role_names[1];
+                password := c.role_password;
+                roles := c.role_names;
+                RETURN;
+            ELSIF cardinality(c.role_ids) > 1 THEN
+                -- R7: the set login of exactly that set.
+                dbname := h.dbname;
+                roles := c.role_names;
+                IF c.set_login IS NOT NULL THEN
+                    login := c.set_login[1];
+                    password := c.set_login[2];
+                ELSE
+                    SELECT s.login, s.password INTO login, password
+                    FROM datatable_roles.ensure_set_login(c.role_ids) AS s;
+                END IF;
+                RETURN;
+            END IF;
+            -- Nothing remains (R5): decide() words the refusal.
+        END IF;
+    END IF;
+
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
     IF d.refused_case IS NOT NULL THEN
@@ -1444,13 +1656,13 @@ BEGIN
         SELECT r.name, r.password INTO login, password
         FROM datatable_roles.catalog_role AS r WHERE r.id = d.role_ids[1];
     ELSE
-        SELECT s.login, s.password INTO login, password FROM datatable_roles.ensure_set_login(d.role_ids) AS s;
+        SELECT s.login, s.password INTO login, password
+        FROM datatable_roles.ensure_set_login(d.role_ids) AS s;
     END IF;
-    RETURN NEXT;
 END;
 $$;
 
-ALTER FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean) OWNER TO dtr_owner;
+ALTER FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.retire_role_set_logins_of(role text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1459,19 +1671,30 @@ CREATE FUNCTION public.retire_role_set_logins_of(role text) RETURNS integer
 DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(retire_role_set_logins_of.role);
     retired text;
+    was_live boolean;
     n integer := 0;
 BEGIN
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
     FOR retired IN
-        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
-        WHERE s.role_ids @> array[target.id] AND s.password <> ''
-        RETURNING s.login
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[target.id] ORDER BY s.login
     LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || retired, 0));
+        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
+        WHERE s.login = retired AND s.password <> '';
+        was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired) THEN
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
             EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
+            was_live := true;
         END IF;
         PERFORM datatable_roles.end_sessions_of(retired);
-        n := n + 1;
+        -- Until this transaction commits the login can still log in; whoever
+        -- does so now is ended by the next sweep (end_stray_sessions).
+        PERFORM datatable_roles.fault_point('retire:after_end_sessions');
+        IF was_live THEN
+            n := n + 1;
+        END IF;
     END LOOP;
     RETURN n;
 END;
@@ -1623,8 +1846,7 @@ DECLARE
         unused_for, (SELECT s.unused_after FROM datatable_roles.settings AS s));
     victims text [];
     victim text;
-    failed text [];
-    reason text;
+    finish record;
     dropped integer := 0;
     skipped integer := 0;
     unfinished jsonb := '[]'::jsonb;
@@ -1642,20 +1864,17 @@ BEGIN
         END IF;
         COMMIT;
         PERFORM datatable_roles.fault_point('sweep:after_take_away');
-        failed := datatable_roles.move_objects_of(victim);
-        PERFORM datatable_roles.fault_point('sweep:after_move');
-        IF failed = '{}' THEN
-            reason := datatable_roles.sweep_drop(victim);
-        ELSE
-            reason := array_to_string(failed, '; ');
-        END IF;
+        SELECT * INTO finish FROM datatable_roles.sweep_drop(victim);
         COMMIT;
-        IF reason IS NULL THEN
+        IF finish.outcome = 'dropped' THEN
             dropped := dropped + 1;
+        ELSIF finish.outcome = 'skipped' THEN
+            skipped := skipped + 1;
         ELSE
-            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', reason);
+            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', finish.reason);
         END IF;
     END LOOP;
+    PERFORM datatable_roles.end_stray_sessions();
     report := jsonb_build_object('examined', cardinality(victims), 'dropped', dropped,
         'skipped', skipped, 'unfinished', unfinished);
 END;
@@ -1897,7 +2116,11 @@ REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBL
 
 REVOKE ALL ON FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.default_and_viewer_roles(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.end_stray_sessions() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) FROM PUBLIC;
 
@@ -1910,6 +2133,8 @@ REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
 
@@ -1935,11 +2160,15 @@ REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterati
 
 REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.sweep_drop(p_login text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
 
@@ -1971,7 +2200,7 @@ REVOKE ALL ON FUNCTION public.remove_workspace_user(workspace text, username tex
 
 REVOKE ALL ON FUNCTION public.rename_datatable_role(name text, new_name text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.retire_role_set_logins_of(role text) FROM PUBLIC;
 

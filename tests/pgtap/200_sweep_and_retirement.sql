@@ -1,0 +1,389 @@
+-- SPEC section 6 as stories: the sweep of unused set logins (what they own
+-- passes to the data table's admin login, the login and its row go, a login
+-- is made again on demand, 29 days unused is kept and 31 dropped, a login it
+-- cannot finish keeps an empty-password row), drop_datatable_role moving what
+-- a role owns in each data table database, and retirement (NOLOGIN, an
+-- empty-password row, sessions ended, taken back by a later resolve).
+\set test t200
+\ir lib/begin.psql
+
+SELECT plan(67);
+
+-- tap.seen / tap.login_of / tap.query / tap.exec, with an error returned as
+-- 'error SQLSTATE: message' instead of ending the file.
+CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.seen(p_job, p_datatable, p_role);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.query(p_name text, p_query text) RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.query(p_name, p_query);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.exec(p_name text, p_sql text) RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN tap.exec(p_name, p_sql);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+-- The sweep, as the monitor loop runs it: CALLed as the package owner, in a
+-- session of its own in autocommit mode (it commits per login). Its report.
+CREATE FUNCTION pg_temp.sweep() RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    report jsonb;
+BEGIN
+    IF NOT coalesce('t200_sweeper' = ANY(datatable_roles_dblink.dblink_get_connections()), false) THEN
+        PERFORM datatable_roles_dblink.dblink_connect('t200_sweeper', tap.connstr(current_database()));
+        PERFORM datatable_roles_dblink.dblink_exec('t200_sweeper', 'SET ROLE dtr_owner');
+    END IF;
+    SELECT v.report INTO report
+    FROM datatable_roles_dblink.dblink('t200_sweeper', 'CALL sweep_unused_role_set_logins(NULL)')
+        AS v (report jsonb);
+    RETURN report;
+END;
+$$;
+
+-- Who owns a table in a database of the cluster.
+CREATE FUNCTION pg_temp.owner_in(p_dbname text, p_table text) RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT v.value FROM datatable_roles_dblink.dblink(tap.connstr(p_dbname), format(
+        'SELECT tableowner::text FROM pg_tables WHERE tablename = %L', p_table))
+        AS v (value text)
+$$;
+
+-- The number of rows of a table, read as superuser.
+CREATE FUNCTION pg_temp.rows_in(p_dbname text, p_table text) RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT v.value FROM datatable_roles_dblink.dblink(tap.connstr(p_dbname), format(
+        'SELECT count(*)::text FROM %I', p_table)) AS v (value text)
+$$;
+
+-- The password of a set login's row (NULL: no row).
+CREATE FUNCTION pg_temp.row_password(p_login text) RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT s.password FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login
+$$;
+
+CREATE FUNCTION pg_temp.can_login(p_login text) RETURNS boolean
+LANGUAGE sql
+AS $$
+    SELECT pr.rolcanlogin FROM pg_roles AS pr WHERE pr.rolname = p_login
+$$;
+
+-- Workspace ws: pub (a workspace admin) publishes the apps; viewers alice
+-- (groups emea, us), carol (emea, apac) and dan (emea, ops). main has no
+-- default role; second maps only t200_ops.
+SELECT tap.new_datatable_db('t200_dt', 't200_admin') AS admin_pw \gset
+SELECT tap.new_datatable_db('t200_dt2', 't200_admin2') AS admin_pw2 \gset
+DO $$ BEGIN
+    PERFORM add_workspace('ws');
+    PERFORM add_workspace_user('ws', 'pub', 'pub@x.io', true);
+    PERFORM add_workspace_user('ws', 'alice', 'alice@x.io');
+    PERFORM add_workspace_user('ws', 'carol', 'carol@x.io');
+    PERFORM add_workspace_user('ws', 'dan', 'dan@x.io');
+    PERFORM add_group_member('ws', 'emea', 'alice');
+    PERFORM add_group_member('ws', 'us', 'alice');
+    PERFORM add_group_member('ws', 'emea', 'carol');
+    PERFORM add_group_member('ws', 'apac', 'carol');
+    PERFORM add_group_member('ws', 'emea', 'dan');
+    PERFORM add_group_member('ws', 'ops', 'dan');
+    PERFORM create_datatable_role('t200_emea');
+    PERFORM create_datatable_role('t200_us');
+    PERFORM create_datatable_role('t200_apac');
+    PERFORM create_datatable_role('t200_ops');
+END $$;
+SELECT register_datatable('ws', 'main', 't200_dt', 't200_admin', :'admin_pw') AS dt_id \gset
+SELECT register_datatable(
+    'ws', 'second', 't200_dt2', 't200_admin2', :'admin_pw2'
+) AS dt2_id \gset
+SELECT tap.allow_region('t200_dt', 't200_admin', 't200_emea', 'emea') AS ok \gset
+SELECT tap.allow_region('t200_dt', 't200_admin', 't200_us', 'us') AS ok \gset
+SELECT tap.allow_region('t200_dt', 't200_admin', 't200_apac', 'apac') AS ok \gset
+SELECT tap.exec_in('t200_dt', 'GRANT CREATE ON SCHEMA public TO t200_emea, t200_ops') AS ok \gset
+SELECT tap.exec_in('t200_dt2', 'GRANT CREATE ON SCHEMA public TO t200_ops') AS ok \gset
+DO $$ BEGIN
+    PERFORM set_datatable_role_tenants('ws', 'main', 't200_emea', '{g/emea}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't200_us', '{g/us}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't200_apac', '{g/apac}');
+    PERFORM set_datatable_role_tenants('ws', 'main', 't200_ops', '{g/ops}');
+    PERFORM set_datatable_default_role('ws', 'main', null);
+    PERFORM set_datatable_role_tenants('ws', 'second', 't200_ops', '{g/ops}');
+END $$;
+
+SELECT tap.start_job('ws', 'u/pub', 'app', 'alice@x.io') AS j_alice \gset
+SELECT tap.start_job('ws', 'u/pub', 'app', 'carol@x.io') AS j_carol \gset
+SELECT tap.start_job('ws', 'u/pub', 'app', 'dan@x.io') AS j_dan \gset
+SELECT tap.start_job('ws', 'u/pub', 'run', 'pub@x.io') AS j_pub \gset
+
+------------------------------------------------------------------------------
+-- A set login owns what it creates; unused 31 days, the sweep gives that to
+-- the admin login and drops the login and its row; 29 days unused is kept
+------------------------------------------------------------------------------
+SELECT is(
+    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    'alice (emea, us) sees through her set login'
+);
+SELECT tap.login_of(:'j_alice', 'main') AS a_login \gset
+SELECT oid AS a_oid FROM pg_roles WHERE rolname = :'a_login' \gset
+SELECT matches(:'a_login'::text, '^wm_set_', 'alice resolves to a set login');
+SELECT is(tap.open_as('a', :'j_alice', 'main'), :'a_login', 'a session as the set login');
+SELECT is(
+    pg_temp.exec('a', 'CREATE TABLE t200_made (x integer)'), 'CREATE TABLE',
+    'it creates a table'
+);
+SELECT is(
+    pg_temp.exec('a', 'INSERT INTO t200_made VALUES (1), (2)'), 'INSERT 0 2',
+    '... and fills it'
+);
+SELECT is(
+    pg_temp.owner_in('t200_dt', 't200_made'), :'a_login',
+    'the table belongs to the set login'
+);
+SELECT is(tap.close('a'), 'OK', 'the session ends');
+
+-- two days later carol's set login is made and used
+UPDATE datatable_roles.settings SET clock_offset = '2 days';
+SELECT is(
+    pg_temp.seen(:'j_carol', 'main'), '1,3,4',
+    'two days later carol (emea, apac) sees her rows'
+);
+SELECT tap.login_of(:'j_carol', 'main') AS c_login \gset
+SELECT pg_temp.row_password(:'c_login') AS c_pw \gset
+
+-- 31 days after the start: alice's login unused 31 days, carol's 29
+UPDATE datatable_roles.settings SET clock_offset = '31 days';
+SELECT pg_temp.sweep() AS s1_report \gset
+SELECT is(
+    :'s1_report'::jsonb, '{"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}',
+    'the sweep examines and drops one login: the one unused 31 days'
+);
+SELECT ok(
+    NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'a_login'),
+    'the login unused 31 days is gone'
+);
+SELECT is(pg_temp.row_password(:'a_login'), null, '... and so is its row');
+SELECT is(
+    pg_temp.owner_in('t200_dt', 't200_made'), 't200_admin',
+    'its table now belongs to the data table''s admin login'
+);
+SELECT is(pg_temp.rows_in('t200_dt', 't200_made'), '2', '... with its rows');
+SELECT is(pg_temp.can_login(:'c_login'), true, 'the login unused 29 days is kept, with LOGIN');
+SELECT is(pg_temp.row_password(:'c_login'), :'c_pw', '... and its row, with the same password');
+SELECT is(pg_temp.seen(:'j_carol', 'main'), '1,3,4', '... which still logs in');
+
+-- made again on demand
+SELECT is(
+    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    'alice resolves again: the set login is made again'
+);
+SELECT is(tap.login_of(:'j_alice', 'main'), :'a_login', '... with the same name');
+SELECT isnt(
+    (SELECT oid FROM pg_roles WHERE rolname = :'a_login'), :'a_oid'::oid,
+    '... as a new role'
+);
+SELECT isnt(pg_temp.row_password(:'a_login'), '', '... with a row that has a password');
+SELECT is(tap.open_as('a2', :'j_alice', 'main'), :'a_login', 'a session as the new login');
+SELECT matches(
+    pg_temp.query('a2', 'SELECT count(*)::text FROM t200_made'), '^error 42501',
+    'the new login does not reach what the dropped one made (it is the admin login''s)'
+);
+SELECT is(tap.close('a2'), 'OK', 'the session ends');
+
+------------------------------------------------------------------------------
+-- A sweep that cannot finish with a login leaves an empty-password row, says
+-- why, carries on with the others, and the next sweep finds it again
+------------------------------------------------------------------------------
+CREATE DATABASE t200_other;
+SELECT tap.exec_in('t200_other', format(
+    'CREATE TABLE t200_foreign (x integer); ALTER TABLE t200_foreign OWNER TO %I', :'a_login'
+)) AS ok \gset
+SELECT is(tap.open_as('a3', :'j_alice', 'main'), :'a_login', 'alice''s login ...');
+SELECT is(
+    pg_temp.exec('a3', 'CREATE TABLE t200_made2 (x integer)'), 'CREATE TABLE',
+    '... makes another table'
+);
+SELECT is(tap.close('a3'), 'OK', 'the session ends');
+-- both logins are now stale
+UPDATE datatable_roles.settings SET clock_offset = '62 days';
+SELECT pg_temp.sweep() AS s2_report \gset
+SELECT is(
+    (:'s2_report'::jsonb - 'unfinished'), '{"examined": 2, "dropped": 1, "skipped": 0}',
+    'two stale logins: one dropped, one not'
+);
+SELECT is(
+    jsonb_path_query_array(:'s2_report'::jsonb, '$.unfinished[*].login'),
+    jsonb_build_array(:'a_login'),
+    'the one owning something outside the data table databases is reported unfinished'
+);
+SELECT matches(
+    :'s2_report'::jsonb #>> '{unfinished,0,reason}', 't200_other: not a data table database',
+    '... naming the database and why'
+);
+SELECT ok(
+    NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'c_login'),
+    'the sweep carried on: carol''s login is dropped'
+);
+SELECT is(
+    pg_temp.row_password(:'a_login'), '',
+    'the unfinished login keeps its row, with an empty password'
+);
+SELECT is(pg_temp.can_login(:'a_login'), false, '... and no longer has LOGIN');
+SELECT is(
+    pg_temp.owner_in('t200_dt', 't200_made2'), 't200_admin',
+    'what it owned in the data table moved anyway'
+);
+SELECT pg_temp.sweep() AS s3_report \gset
+SELECT is(
+    jsonb_path_query_array(:'s3_report'::jsonb, '$.unfinished[*].login'),
+    jsonb_build_array(:'a_login'),
+    'the next sweep finds it again'
+);
+SELECT tap.exec_in('t200_other', 'DROP TABLE t200_foreign') AS ok \gset
+SELECT pg_temp.sweep() AS s4_report \gset
+SELECT is(
+    :'s4_report'::jsonb, '{"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}',
+    'once the foreign object is gone, the sweep finishes with it'
+);
+SELECT ok(
+    NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'a_login')
+    AND pg_temp.row_password(:'a_login') IS null,
+    'the login and its row are gone'
+);
+SELECT is(
+    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    'and alice''s login is made again on demand'
+);
+DROP DATABASE t200_other;
+
+------------------------------------------------------------------------------
+-- drop_datatable_role gives what the role owns in each data table database to
+-- that database's admin login; set logins holding it are retired, then swept
+------------------------------------------------------------------------------
+SELECT is(
+    tap.open_as('o1', :'j_pub', 'main', 't200_ops'), 't200_ops',
+    'a session as t200_ops on main'
+);
+SELECT is(tap.open_as('o2', :'j_pub', 'second', 't200_ops'), 't200_ops', '... and one on second');
+SELECT is(
+    pg_temp.exec('o1', 'CREATE TABLE t200_ops_1 AS SELECT 1 AS x'), 'SELECT 1',
+    't200_ops creates a table in t200_dt'
+);
+SELECT is(
+    pg_temp.exec('o2', 'CREATE TABLE t200_ops_2 AS SELECT 2 AS x'), 'SELECT 1',
+    '... and one in t200_dt2'
+);
+SELECT is(pg_temp.seen(:'j_dan', 'main'), '1,4', 'dan (emea, ops) sees through his set login');
+SELECT tap.login_of(:'j_dan', 'main') AS d_login \gset
+SELECT is(
+    pg_temp.owner_in('t200_dt', 't200_ops_1'), 't200_ops',
+    'the table in t200_dt is the role''s'
+);
+
+DO $$ BEGIN PERFORM drop_datatable_role('t200_ops'); END $$;
+SELECT is(
+    pg_temp.owner_in('t200_dt', 't200_ops_1'), 't200_admin',
+    'after the drop it is t200_dt''s admin login''s'
+);
+SELECT is(
+    pg_temp.owner_in('t200_dt2', 't200_ops_2'), 't200_admin2',
+    '... and the one in t200_dt2 is t200_dt2''s admin login''s'
+);
+SELECT is(pg_temp.rows_in('t200_dt2', 't200_ops_2'), '1', '... with its rows');
+SELECT ok(NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 't200_ops'), 'the role is dropped');
+SELECT matches(pg_temp.query('o1', 'SELECT 1'), '^error', 'its session on main was ended');
+SELECT is(
+    pg_temp.row_password(:'d_login'), '',
+    'dan''s set login, holding it, is retired: empty-password row'
+);
+SELECT is(pg_temp.can_login(:'d_login'), false, '... and NOLOGIN');
+SELECT pg_temp.sweep() AS s5_report \gset
+SELECT is(
+    :'s5_report'::jsonb, '{"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}',
+    'the next sweep drops it at once (it holds a dropped role), however recently used'
+);
+SELECT ok(
+    NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'d_login')
+    AND pg_temp.row_password(:'d_login') IS null,
+    'its login and row are gone'
+);
+SELECT is(pg_temp.seen(:'j_dan', 'main'), '1,4', 'dan now resolves to t200_emea alone');
+DO $$ BEGIN
+    PERFORM tap.close('o1');
+    PERFORM tap.close('o2');
+END $$;
+
+------------------------------------------------------------------------------
+-- Retirement: NOLOGIN, an empty-password row, sessions ended; a later
+-- resolve takes the login back with a new password
+------------------------------------------------------------------------------
+SELECT oid AS a_oid2 FROM pg_roles WHERE rolname = :'a_login' \gset
+SELECT pg_temp.row_password(:'a_login') AS a_pw \gset
+SELECT is(tap.open_as('r', :'j_alice', 'main'), :'a_login', 'a session as alice''s set login');
+SELECT is(
+    tap.open_as('u', :'j_pub', 'main', 't200_us'), 't200_us',
+    'and one as t200_us''s own login'
+);
+
+DO $$ BEGIN PERFORM set_datatable_role_enabled('t200_us', false); END $$;
+SELECT is(
+    pg_temp.can_login(:'a_login'), false,
+    'disabling t200_us makes the set login holding it NOLOGIN'
+);
+SELECT is(pg_temp.row_password(:'a_login'), '', '... with an empty-password row');
+SELECT is(pg_temp.can_login('t200_us'), false, '... and the role''s own login NOLOGIN');
+SELECT matches(pg_temp.query('r', 'SELECT 1'), '^error', 'the set login''s session was ended');
+SELECT matches(pg_temp.query('u', 'SELECT 1'), '^error', 'the role''s own session was ended');
+SELECT is(pg_temp.seen(:'j_alice', 'main'), '1,4', 'while disabled, alice holds t200_emea alone');
+
+DO $$ BEGIN PERFORM set_datatable_role_enabled('t200_us', true); END $$;
+SELECT is(
+    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    're-enabled: alice''s set login is taken back and logs in'
+);
+SELECT is(
+    (SELECT oid FROM pg_roles WHERE rolname = :'a_login'), :'a_oid2'::oid,
+    '... the same role'
+);
+SELECT ok(
+    pg_temp.can_login(:'a_login') AND pg_temp.row_password(:'a_login') NOT IN ('', :'a_pw'),
+    '... with LOGIN and a new password'
+);
+
+SELECT is(
+    retire_role_set_logins_of('t200_emea'), 1,
+    'retire_role_set_logins_of retires the one set login holding t200_emea'
+);
+SELECT ok(
+    NOT pg_temp.can_login(:'a_login') AND pg_temp.row_password(:'a_login') = '',
+    '... NOLOGIN, empty-password row'
+);
+SELECT is(pg_temp.seen(:'j_alice', 'main'), '1,2,4,5', '... and the next resolve takes it back');
+
+DO $$ BEGIN
+    PERFORM tap.close('r');
+    PERFORM tap.close('u');
+    PERFORM tap.close('t200_sweeper');
+END $$;
+
+SELECT * FROM finish();

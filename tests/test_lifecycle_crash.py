@@ -1,0 +1,217 @@
+"""Crash safety of the set-login lifecycle (SPEC section 6).
+
+For every fault point of creation, re-key, retirement, the sweep and drop_datatable_role, the
+step is run with the point armed and either killed there (fault_action 'wait', then
+pg_terminate_backend from a second session) or failed there (fault_action 'error'), three
+times each. Afterwards:
+
+- every datatable_role_set row with a non-empty password names a login that logs in with it;
+- no login whose row had a password was dropped without its row going in the same commit;
+- no data table object is lost: what the set login (or a dropped role) created still exists,
+  with its rows, owned by that login or, once swept, by the data table's admin login;
+- the next resolve heals (returns a password that logs in), and a sweep later finishes with
+  nothing unfinished, leaving the objects with the admin login; a dropped login is made again
+  on demand.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from lifecycle_support import (
+    FaultHold, Runner, World, arm, authenticates, check_rows_authenticate, create_table_as,
+    disarm, drop_datatable_dbs, drop_new_roles, make_datatable_dbs, make_world, roles_now,
+)
+
+RUNS = 3
+
+# (fault point, step): every fault point of the lifecycle, with the step that reaches it.
+CASES = [
+    ("create:after_create_role", "resolve_new"),
+    ("create:after_row", "resolve_new"),
+    ("rekey:after_alter_role", "resolve_retired"),
+    ("create:after_row", "resolve_retired"),          # the re-key writes its row there too
+    ("retire:after_row", "retire_role_set_logins_of"),
+    ("retire:after_row", "disable_role"),
+    ("retire:after_end_sessions", "retire_role_set_logins_of"),
+    ("retire:after_end_sessions", "disable_role"),
+    ("sweep:after_take_away", "sweep"),
+    ("move:after_database", "sweep"),                 # between the per-database moves
+    ("sweep:after_move", "sweep"),
+    ("sweep:after_drop_role", "sweep"),
+    ("drop_role:after_move", "drop_datatable_role"),
+    ("move:after_database", "drop_datatable_role"),
+]
+
+PARAMS = [
+    pytest.param(point, step, action, id=f"{point}-{step}-{action}-x{RUNS}")
+    for point, step in CASES
+    for action in ("kill", "error")
+]
+
+
+@pytest.fixture(scope="module")
+def shared_tables(cluster):
+    """Two data table databases, shared by the tests of this file (each run registers them in
+    its own workspace, with its own roles and tables)."""
+    tables = make_datatable_dbs(cluster, "crashdt", 2)
+    yield tables
+    drop_datatable_dbs(cluster, tables)
+
+
+def _world(cluster, meta_db, uid, run, tables) -> World:
+    """Run `run` of a test: its own workspace ws<run> and roles <uid>r<run>_{a,b,c} in the
+    test's metadata database. vic resolves to the set login L of {a, b} (on both data
+    tables), which creates table <uid>r<run>_made in each; role b's own login creates
+    <uid>r<run>_b_made in each. neo is a tenant of a, b and c: a set nobody resolved yet."""
+    prefix = f"{uid}r{run}"
+    w = make_world(cluster, meta_db, None, prefix, tables=tables, ws=f"ws{run}", tenants={
+        "a": ["u/vic", "u/neo"], "b": ["u/vic", "u/neo"], "c": ["u/neo"]})
+    _db, login, password, roles = w.resolve("vic")
+    assert login.startswith("wm_set_") and roles == sorted(w.roles[:2])
+    for t in w.tables:
+        assert w.resolve("vic", t.name)[1] == login
+        create_table_as(w, login, password, f"{prefix}_made", t.dbname)
+        _db, b_login, b_password, _r = w.resolve("vic", t.name, role=w.roles[1])
+        create_table_as(w, b_login, b_password, f"{prefix}_b_made", t.dbname, rows=2)
+    w.names = {"set_login": login, "b_login": w.roles[1],
+               "made": f"{prefix}_made", "b_made": f"{prefix}_b_made"}
+    return w
+
+
+def _run_step(w: World, step: str, conn: psycopg.Connection):
+    a, b = w.roles[0], w.roles[1]
+    if step == "resolve_new":
+        return w.resolve("neo", conn=conn)
+    if step == "resolve_retired":
+        return w.resolve("vic", conn=conn)
+    if step == "retire_role_set_logins_of":
+        return conn.execute("SELECT retire_role_set_logins_of(%s)", [a]).fetchone()
+    if step == "disable_role":
+        return conn.execute("SELECT set_datatable_role_enabled(%s, false)", [a]).fetchone()
+    if step == "sweep":
+        return w.sweep(conn)
+    if step == "drop_datatable_role":
+        return conn.execute("SELECT drop_datatable_role(%s)", [b]).fetchone()
+    raise AssertionError(step)
+
+
+def _prepare(w: World, step: str) -> None:
+    if step == "resolve_retired":
+        # the set login's row loses its password (and the login LOGIN): the next resolve
+        # takes it back with a new password, the step the fault points interrupt
+        w.call("SELECT retire_role_set_logins_of(%s)", [w.roles[0]])
+    if step == "sweep":
+        w.advance_clock("31 days")
+
+
+def _check_invariants(w: World, names: dict, pw_before: dict[str, str]) -> None:
+    check_rows_authenticate(w)
+    rows = w.rows()
+    for login in pw_before:
+        exists, _ = w.role_state(login)
+        if not exists:
+            assert login not in rows, f"{login} was dropped while its row remained"
+    set_login, b_login = names["set_login"], names["b_login"]
+    for t in w.tables:
+        for table, creator, n in ((names["made"], set_login, 3), (names["b_made"], b_login, 2)):
+            owner = w.table_owner(table, t.dbname)
+            assert owner is not None, f"{table} in {t.dbname} was lost"
+            assert w.table_rows(table, t.dbname) == n
+            allowed = {t.admin} | ({creator} if w.role_state(creator)[0] else set())
+            assert owner in allowed, f"{table} in {t.dbname} belongs to {owner}"
+
+
+def _heal(w: World, names: dict, step: str, conn: psycopg.Connection) -> None:
+    """The next use, and then a sweep, heal whatever the interrupted step left."""
+    a, b = w.roles[0], w.roles[1]
+    if step == "drop_datatable_role":
+        conn.execute("SELECT drop_datatable_role(%s)", [b])
+        assert not w.role_state(b)[0]
+    if step == "disable_role":
+        conn.execute("SELECT set_datatable_role_enabled(%s, true)", [a])
+    for job in ("vic", "neo"):
+        _db, login, password, _roles = w.resolve(job)
+        assert authenticates(w, login, password), f"resolve of {job} after the crash"
+    check_rows_authenticate(w)
+    # long after: every set login is stale; the sweep finishes with all of them
+    w.advance_clock("400 days")
+    report = w.sweep(conn)
+    assert report["unfinished"] == [], report
+    assert w.rows() == {}, "a finished sweep of stale logins leaves no row"
+    assert not w.role_state(names["set_login"])[0]
+    for t in w.tables:
+        assert w.table_owner(names["made"], t.dbname) == t.admin
+        assert w.table_rows(names["made"], t.dbname) == 3
+        expected_b = t.admin if step == "drop_datatable_role" else names["b_login"]
+        assert w.table_owner(names["b_made"], t.dbname) == expected_b
+    again = w.sweep(conn)
+    assert again == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
+    # made again on demand, then swept again, so the next run starts from no row
+    _db, login, password, _roles = w.resolve("vic")
+    assert authenticates(w, login, password)
+    w.advance_clock("400 days")
+    assert w.sweep(conn)["unfinished"] == []
+    assert w.rows() == {}
+
+
+@pytest.mark.parametrize(("point", "step", "action"), PARAMS)
+def test_crash_at_fault_point(cluster, meta_db, uid, shared_tables, point, step, action):
+    before = roles_now(cluster)
+    try:
+        for run in range(1, RUNS + 1):
+            w = _world(cluster, meta_db, uid, run, shared_tables)
+            try:
+                _crash_once(w, point, step, action)
+            finally:
+                w.close()
+    finally:
+        drop_new_roles(cluster, before, [t.dbname for t in shared_tables])
+
+
+def _crash_once(w: World, point: str, step: str, action: str) -> None:
+    names = w.names
+    _prepare(w, step)
+    pw_before = {login: pw for login, (pw, _ids) in w.rows().items() if pw}
+    victim = w.worker() if step.startswith("resolve") else w.owner()
+    try:
+        if action == "error":
+            arm(victim, point, "error")
+            outcome = Runner(lambda: _run_step(w, step, victim))
+            outcome.run()
+            disarm(victim)
+            if point == "sweep:after_drop_role":
+                # caught per login: the sweep carries on and reports it
+                report = outcome.result
+                assert outcome.error is None, outcome.error
+                assert [u["login"] for u in report["unfinished"]] == [names["set_login"]]
+                assert "fault injected at sweep:after_drop_role" in \
+                    report["unfinished"][0]["reason"]
+            else:
+                assert isinstance(outcome.error, psycopg.errors.InternalError_), outcome.error
+                assert f"fault injected at {point}" in str(outcome.error)
+            if step.startswith("resolve"):
+                assert w.resolve("vic", conn=victim)[1]  # the failed session goes on working
+            heal_conn = None if step.startswith("resolve") else victim
+        else:
+            hold = FaultHold(w)
+            try:
+                arm(victim, point, "wait")
+                outcome = Runner(lambda: _run_step(w, step, victim))
+                outcome.start()
+                pid = hold.wait_for_victim()
+                hold.terminate(pid)
+                outcome.finish()
+            finally:
+                hold.close()
+            assert isinstance(outcome.error, psycopg.OperationalError), outcome.error
+            heal_conn = None
+        _check_invariants(w, names, pw_before)
+        if heal_conn is None:
+            with w.owner() as conn:
+                _heal(w, names, step, conn)
+        else:
+            _heal(w, names, step, heal_conn)
+    finally:
+        victim.close()

@@ -1,0 +1,517 @@
+"""Races of the set-login lifecycle (SPEC section 6), against real logins.
+
+- a resolve racing a sweep of the same login gets a password that logs in right away, or a
+  clear error; never one that fails;
+- a resolve racing retirement (disable/enable, retire_role_set_logins_of) likewise, except
+  that a retirement committing after the resolve read the row may of course retire what it
+  returned; a login being made while its role is disabled or dropped is retired too;
+- retirement ends the sessions of the retired logins and of the disabled role's login;
+- two instances on one cluster never share a set login, and neither's sweep or retirement
+  touches the other's;
+- the sweep's report, and a sweep that cannot finish with a login.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from lifecycle_support import (
+    FaultHold, Runner, arm, authenticates, check_rows_authenticate, connect, create_table_as,
+    drop_new_roles, login_error, make_world, new_job, roles_now, second_meta_db,
+)
+from conftest import drop_database
+
+
+@pytest.fixture
+def cleanup_roles(cluster):
+    before = roles_now(cluster)
+    dbs: list[str] = []
+    yield dbs
+    drop_new_roles(cluster, before, dbs)
+
+
+@pytest.fixture
+def world(cluster, meta_db, datatable_db, uid, cleanup_roles):
+    w = make_world(cluster, meta_db, datatable_db, uid)
+    cleanup_roles.extend(t.dbname for t in w.tables)
+    yield w
+    w.close()
+
+
+def _oid(w, login):
+    row = w.su("postgres").execute("SELECT oid FROM pg_roles WHERE rolname = %s",
+                                   [login]).fetchone()
+    return row[0] if row else None
+
+
+def _alive(conn: psycopg.Connection) -> bool:
+    try:
+        conn.execute("SELECT 1")
+        return True
+    except psycopg.OperationalError:
+        return False
+
+
+# ---- the sweep -------------------------------------------------------------------------------
+
+ITERATIONS = 12
+RESOLVERS = 4
+
+
+def test_resolve_racing_sweep_gets_a_working_password_or_a_clear_error(world):
+    w = world
+    _db, login, password, _r = w.resolve()
+    create_table_as(w, login, password, "made")
+    outcomes = {"ok": 0, "error": []}
+    sweeps = {"dropped": 0, "kept": 0}
+    for i in range(ITERATIONS):
+        w.advance_clock("31 days")  # the login is stale again
+        oid_before = _oid(w, login)
+        barrier = threading.Barrier(RESOLVERS + 1)
+        failures: list[str] = []
+
+        def resolver():
+            with w.worker() as conn:
+                barrier.wait()
+                for _ in range(3):
+                    try:
+                        _db, got, pw, _roles = w.resolve(conn=conn)
+                    except psycopg.Error as e:
+                        if e.sqlstate is None or e.sqlstate.startswith("XX"):
+                            failures.append(f"unclear error: {e.sqlstate} {e}")
+                        outcomes["error"].append(e.sqlstate)
+                        continue
+                    err = login_error(w, got, pw)
+                    if err is not None:
+                        failures.append(f"resolve returned a password that fails: {err}")
+                    else:
+                        outcomes["ok"] += 1
+
+        def sweeper():
+            with w.owner() as conn:
+                barrier.wait()
+                if i % 2:
+                    time.sleep(0.002 * (i % 5))  # vary who goes first
+                return w.sweep(conn)
+
+        threads = [Runner(resolver) for _ in range(RESOLVERS)]
+        sweep = Runner(sweeper)
+        for t in threads + [sweep]:
+            t.start()
+        for t in threads + [sweep]:
+            t.finish(60)
+        assert failures == []
+        assert all(t.error is None for t in threads), [t.error for t in threads]
+        assert sweep.error is None, sweep.error
+        report = sweep.result
+        assert report["unfinished"] == [], report
+        # the report tells the truth: a login reported dropped was dropped (it may have been
+        # made again since, as another role with the same name); one skipped, or not
+        # examined (a resolve used it before the sweep looked), was not
+        if report["dropped"] == 1:
+            assert _oid(w, login) != oid_before
+            assert w.table_owner("made") == w.tables[0].admin
+            sweeps["dropped"] += 1
+        else:
+            assert report["skipped"] + (1 - report["examined"]) == 1, report
+            assert _oid(w, login) == oid_before
+            sweeps["kept"] += 1
+        check_rows_authenticate(w)
+        assert w.table_rows("made") == 3
+        assert w.table_owner("made") in {login, w.tables[0].admin}
+    assert outcomes["ok"] > 0
+    assert sweeps["dropped"] > 0, sweeps  # the race was run, not just avoided
+
+
+def test_login_taken_back_during_a_sweep_is_skipped_and_keeps_its_objects(world):
+    """A resolve takes the login back (new password) between the sweep's take-away and its
+    move: the sweep must neither move that login's objects nor report it dropped."""
+    w = world
+    _db, login, password, _r = w.resolve()
+    create_table_as(w, login, password, "made")
+    oid = _oid(w, login)
+    w.advance_clock("31 days")
+    hold = FaultHold(w)
+    sweeper = w.owner()
+    try:
+        arm(sweeper, "sweep:after_take_away", "wait")
+        sweep = Runner(lambda: w.sweep(sweeper))
+        sweep.start()
+        hold.wait_for_victim()
+        assert w.rows()[login][0] == "" and w.role_state(login) == (True, False)
+        _db, got, new_password, _r = w.resolve()  # taken back
+        assert got == login and new_password != password
+        with connect(w.login_conninfo(login, new_password)) as conn:
+            assert conn.execute("SELECT count(*) FROM made").fetchone()[0] == 3
+        hold.release()
+        sweep.finish()
+    finally:
+        hold.close()
+        sweeper.close()
+    assert sweep.error is None, sweep.error
+    assert sweep.result == {"examined": 1, "dropped": 0, "skipped": 1, "unfinished": []}
+    assert _oid(w, login) == oid and authenticates(w, login, new_password)
+    assert w.table_owner("made") == login
+
+
+def test_cancelled_sweep_leaves_its_session_usable(world):
+    """statement_timeout fires while a move waits for a lock in the data table database;
+    the same session's next sweep works (no dblink connection left behind)."""
+    w = world
+    _db, login, password, _r = w.resolve()
+    create_table_as(w, login, password, "made")
+    w.advance_clock("31 days")
+    locker = w.cluster.connect_super(w.tables[0].dbname)
+    locker.autocommit = False
+    locker.execute("LOCK TABLE made IN ACCESS EXCLUSIVE MODE")
+    sweeper = w.owner()
+    try:
+        sweeper.execute("SET statement_timeout = '300ms'")
+        sweep = Runner(lambda: w.sweep(sweeper))
+        sweep.start()
+        time.sleep(0.8)
+        locker.rollback()
+        sweep.finish()
+        assert isinstance(sweep.error, psycopg.errors.QueryCanceled), sweep.error
+        sweeper.execute("RESET statement_timeout")
+        report = w.sweep(sweeper)
+        assert report["unfinished"] == [] and report["dropped"] == 1, report
+    finally:
+        locker.close()
+        sweeper.close()
+    assert not w.role_state(login)[0]
+    assert w.table_owner("made") == w.tables[0].admin
+    assert w.rows() == {}
+
+
+# ---- retirement ------------------------------------------------------------------------------
+
+def test_resolve_racing_retirement(world):
+    """Resolvers hammer one set while a retirer cycles: retire_role_set_logins_of(a),
+    set_datatable_role_enabled(a, false), (a, true). A password that does not log in is only
+    acceptable when a retirement that had not finished when the resolve started has begun
+    by the time the login failed; every error is a clear one."""
+    w = world
+    a, b = w.roles
+    lock = threading.Lock()
+    counters = {"started": 0, "finished": 0}
+    stop = threading.Event()
+    failures: list[str] = []
+    stats = {"ok": 0, "excused": 0, "refused": 0}
+
+    def retirer():
+        with w.owner() as conn:
+            calls = [("SELECT retire_role_set_logins_of(%s)", [a]),
+                     ("SELECT set_datatable_role_enabled(%s, false)", [a]),
+                     ("SELECT set_datatable_role_enabled(%s, true)", [a])]
+            for i in range(30):
+                statement, args = calls[i % 3]
+                with lock:
+                    counters["started"] += 1
+                conn.execute(statement, args)
+                with lock:
+                    counters["finished"] += 1
+                time.sleep(0.02)  # quiet time: every resolve in it must work
+        stop.set()
+
+    def resolver():
+        with w.worker() as conn:
+            while not stop.is_set():
+                with lock:
+                    finished_before = counters["finished"]
+                try:
+                    _db, login, pw, _roles = w.resolve(conn=conn)
+                except psycopg.Error as e:
+                    if e.sqlstate in ("42501", "40001"):  # refused while a was off; retry
+                        stats["refused"] += 1
+                    else:
+                        failures.append(f"unclear error: {e.sqlstate} {e}")
+                    continue
+                err = login_error(w, login, pw)
+                if err is None:
+                    stats["ok"] += 1
+                    continue
+                with lock:
+                    started_now = counters["started"]
+                if started_now > finished_before:
+                    stats["excused"] += 1
+                else:
+                    failures.append(f"{login}: password failed with no retirement: {err}")
+
+    threads = [Runner(resolver) for _ in range(RESOLVERS)] + [Runner(retirer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.finish(120)
+    assert [t.error for t in threads if t.error] == []
+    assert failures == []
+    assert stats["ok"] > 0, stats
+    check_rows_authenticate(w)
+    _db, login, pw, roles = w.resolve()
+    assert roles == sorted([a, b]) and authenticates(w, login, pw)
+
+
+@pytest.mark.parametrize("retirement", ["disable", "drop"])
+def test_role_retired_while_its_set_login_is_being_made(world, retirement):
+    """A resolve is between CREATE ROLE and its commit when the role is disabled (or
+    dropped): the retirement must see that login and retire it, not miss it."""
+    w = world
+    a, b = w.roles
+    hold = FaultHold(w)
+    worker = w.worker()
+    owner = w.owner()
+    try:
+        arm(worker, "create:after_create_role", "wait")
+        resolve = Runner(lambda: w.resolve(conn=worker))
+        resolve.start()
+        hold.wait_for_victim()
+        statement = ("SELECT set_datatable_role_enabled(%s, false)" if retirement == "disable"
+                     else "SELECT drop_datatable_role(%s)")
+        retire = Runner(lambda: owner.execute(statement, [a]).fetchone())
+        retire.start()
+        # the retirement waits for the resolve (or, without that, finishes first)
+        retire.join(1.0)
+        hold.release()
+        resolve.finish()
+        retire.finish()
+    finally:
+        hold.close()
+        worker.close()
+        owner.close()
+    assert retire.error is None, retire.error
+    assert resolve.error is None, resolve.error
+    _db, login, pw, roles = resolve.result
+    assert roles == sorted([a, b])
+    # retired after it was made: its row has no password, it cannot log in
+    assert w.rows().get(login, ("",))[0] == ""
+    assert w.role_state(login)[1] is False
+    assert login_error(w, login, pw) is not None
+    check_rows_authenticate(w)
+    dangling = w.su("postgres").execute(
+        "SELECT count(*) FROM pg_auth_members AS m WHERE NOT EXISTS"
+        " (SELECT FROM pg_roles AS r WHERE r.oid = m.roleid)").fetchone()[0]
+    assert dangling == 0, "a membership in a dropped role was left behind"
+    if retirement == "disable":
+        w.call("SELECT set_datatable_role_enabled(%s, true)", [a])
+        _db, again, pw2, _r = w.resolve()
+        assert again == login and authenticates(w, login, pw2)
+    else:
+        _db, again, pw2, roles2 = w.resolve()
+        assert roles2 == [b] and authenticates(w, again, pw2)
+
+
+def test_retirement_ends_sessions_of_retired_logins_and_of_the_disabled_role(world):
+    w = world
+    a, b = w.roles
+    _db, login, pw, _r = w.resolve()
+    _db, a_login, a_pw, _r = w.resolve(role=a)
+    assert a_login == a
+    set_conn = connect(w.login_conninfo(login, pw))
+    role_conn = connect(w.login_conninfo(a_login, a_pw))
+    b_conn = connect(w.login_conninfo(*w.resolve(role=b)[1:3]))
+    try:
+        assert _alive(set_conn) and _alive(role_conn) and _alive(b_conn)
+        w.call("SELECT set_datatable_role_enabled(%s, false)", [a])
+        assert not _alive(set_conn), "the retired set login's session goes on"
+        assert not _alive(role_conn), "the disabled role's own session goes on"
+        assert _alive(b_conn), "another role's session was ended"
+        assert w.role_state(login) == (True, False) and w.rows()[login][0] == ""
+        assert w.role_state(a) == (True, False)
+    finally:
+        for c in (set_conn, role_conn, b_conn):
+            c.close()
+    # enabled again: taken back with a new password; retire_role_set_logins_of alone
+    w.call("SELECT set_datatable_role_enabled(%s, true)", [a])
+    _db, again, pw2, _r = w.resolve()
+    assert again == login and pw2 != pw
+    set_conn = connect(w.login_conninfo(login, pw2))
+    try:
+        assert w.call("SELECT retire_role_set_logins_of(%s)", [b]) == [(1,)]
+        assert not _alive(set_conn)
+    finally:
+        set_conn.close()
+    assert w.role_state(login) == (True, False) and w.rows()[login][0] == ""
+    assert authenticates(w, *w.resolve()[1:3])
+
+
+def test_session_slipping_in_before_retirement_commits_is_ended_by_the_sweep(world):
+    """Retirement ends sessions before it commits; a client that logs in again in between
+    (the login can still log in until the commit) is ended by the next sweep."""
+    w = world
+    a, _b = w.roles
+    _db, login, pw, _r = w.resolve()
+    hold = FaultHold(w)
+    owner = w.owner()
+    try:
+        arm(owner, "retire:after_end_sessions", "wait")
+        retire = Runner(lambda: owner.execute(
+            "SELECT set_datatable_role_enabled(%s, false)", [a]).fetchone())
+        retire.start()
+        hold.wait_for_victim()
+        sneaky = connect(w.login_conninfo(login, pw))  # before the retirement commits
+        hold.release()
+        retire.finish()
+    finally:
+        hold.close()
+        owner.close()
+    try:
+        assert retire.error is None, retire.error
+        assert w.role_state(login) == (True, False)
+        assert _alive(sneaky)  # PostgreSQL: NOLOGIN disconnects nobody
+        report = w.sweep()
+        assert report == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
+        assert not _alive(sneaky), "the sweep leaves a retired login's session"
+    finally:
+        sneaky.close()
+
+
+# ---- two instances ---------------------------------------------------------------------------
+
+def test_two_instances_on_one_cluster(cluster, meta_db, datatable_db, uid, cleanup_roles):
+    meta2 = second_meta_db(cluster)
+    w1 = make_world(cluster, meta_db, datatable_db, uid + "i1")
+    w2 = make_world(cluster, meta2, datatable_db, uid + "i2")
+    cleanup_roles.extend(t.dbname for t in w1.tables + w2.tables)
+    stranger = f"wm_set_{uid}"  # a wm_set_ login of nobody's rows
+    w1.su("postgres").execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(stranger)))
+    s2 = None
+    try:
+        ids1 = w1.call("SELECT id FROM datatable_roles.catalog_role ORDER BY id")
+        ids2 = w2.call("SELECT id FROM datatable_roles.catalog_role ORDER BY id")
+        assert ids1 == ids2  # the same catalog ids: only the instance id tells them apart
+        _db, l1, p1, _r = w1.resolve()
+        _db, l2, p2, _r = w2.resolve()
+        assert l1 != l2 and l1.startswith("wm_set_") and l2.startswith("wm_set_")
+        oid2 = _oid(w2, l2)
+        s2 = connect(w2.login_conninfo(l2, p2))
+
+        def untouched():
+            assert _oid(w2, l2) == oid2 and w2.role_state(l2) == (True, True)
+            assert w2.rows()[l2][0] == p2 and authenticates(w2, l2, p2) and _alive(s2)
+            assert w1.role_state(stranger) == (True, True)
+
+        assert w1.call("SELECT retire_role_set_logins_of(%s)", [w1.roles[0]]) == [(1,)]
+        assert w1.role_state(l1) == (True, False)
+        untouched()
+        w1.call("SELECT set_datatable_role_enabled(%s, false)", [w1.roles[1]])
+        untouched()
+        w1.advance_clock("31 days")
+        report = w1.sweep()
+        assert report == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}
+        assert not w1.role_state(l1)[0]
+        untouched()
+        report2 = w2.sweep()
+        assert report2 == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
+        untouched()
+        w1.call("SELECT drop_datatable_role(%s)", [w1.roles[0]])
+        untouched()
+        # instance 2's own sweep, when its login is stale, drops only its own
+        w2.advance_clock("31 days")
+        assert w2.sweep()["dropped"] == 1
+        assert not w2.role_state(l2)[0] and w1.role_state(stranger) == (True, True)
+    finally:
+        if s2 is not None:
+            s2.close()
+        w1.close()
+        w2.close()
+        drop_database(cluster, meta2.name)
+
+
+# ---- the report, and a sweep that cannot finish ---------------------------------------------
+
+def test_sweep_report_shape(world):
+    """Three stale logins: one dropped, one used while the sweep runs (skipped), one owning
+    something outside the data table databases (unfinished)."""
+    w = world
+    a, b = w.roles
+    c = f"{w.uid}_c"
+    w.call("SELECT create_datatable_role(%s)", [c])
+    w.call("SELECT add_workspace_user('ws', 'zed', 'zed@x.io')")
+    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/vic,u/neo}')", [a])
+    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/vic,u/zed}')", [b])
+    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/neo,u/zed}')", [c])
+    w.jobs["zed"] = new_job(w, "zed@x.io")
+    logins = {w.resolve(job)[1]: job for job in ("vic", "neo", "zed")}
+    assert len(logins) == 3
+    first, unfinishable, touched = sorted(logins)
+    other = f"{w.uid}_other"
+    w.su("postgres").execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(other)))
+    try:
+        with w.cluster.connect_super(other) as conn:
+            conn.execute("CREATE TABLE foreign_thing (x integer)")
+            conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
+                sql.Identifier(unfinishable)))
+        w.advance_clock("31 days")
+        hold = FaultHold(w)
+        sweeper = w.owner()
+        try:
+            arm(sweeper, "sweep:after_take_away", "wait")
+            sweep = Runner(lambda: w.sweep(sweeper))
+            sweep.start()
+            hold.wait_for_victim()  # at the first login, in login order
+            w.resolve(logins[touched])  # used now: no longer unused
+            hold.release()
+            sweep.finish()
+        finally:
+            hold.close()
+            sweeper.close()
+        assert sweep.error is None, sweep.error
+        report = sweep.result
+        assert set(report) == {"examined", "dropped", "skipped", "unfinished"}
+        assert all(isinstance(report[k], int) for k in ("examined", "dropped", "skipped"))
+        assert (report["examined"], report["dropped"], report["skipped"]) == (3, 1, 1)
+        assert isinstance(report["unfinished"], list) and len(report["unfinished"]) == 1
+        item = report["unfinished"][0]
+        assert set(item) == {"login", "reason"} and item["login"] == unfinishable
+        assert other in item["reason"] and "not a data table database" in item["reason"]
+        assert "password" not in item["reason"].lower()
+        assert not w.role_state(first)[0]
+        assert w.role_state(touched) == (True, True)
+    finally:
+        drop_database(w.cluster, other)
+
+
+def test_sweep_that_cannot_finish_keeps_the_row_and_carries_on(world, cleanup_roles):
+    w = world
+    a, b = w.roles
+    c = f"{w.uid}_c"
+    w.call("SELECT create_datatable_role(%s)", [c])
+    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/neo}')", [c])
+    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/vic,u/neo}')", [a])
+    _db, stuck, pw, _r = w.resolve("vic")
+    _db, fine, _p, _r = w.resolve("neo")
+    create_table_as(w, stuck, pw, "made")
+    other = f"{w.uid}_other"
+    w.su("postgres").execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(other)))
+    try:
+        with w.cluster.connect_super(other) as conn:
+            conn.execute("CREATE TABLE foreign_thing (x integer)")
+            conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
+                sql.Identifier(stuck)))
+        w.advance_clock("31 days")
+        report = w.sweep()
+        assert report["examined"] == 2 and report["dropped"] == 1, report
+        assert [u["login"] for u in report["unfinished"]] == [stuck]
+        assert "not a data table database" in report["unfinished"][0]["reason"]
+        assert not w.role_state(fine)[0], "the sweep carries on with the others"
+        assert w.rows()[stuck][0] == "", "left with an empty password"
+        assert w.role_state(stuck) == (True, False)
+        assert w.table_owner("made") == w.tables[0].admin  # what could move, moved
+        check_rows_authenticate(w)
+        # the next sweep finds it again
+        again = w.sweep()
+        assert again["examined"] == 1 and [u["login"] for u in again["unfinished"]] == [stuck]
+        # once the operator moved the foreign object, the sweep finishes with it
+        with w.cluster.connect_super(other) as conn:
+            conn.execute("DROP TABLE foreign_thing")
+        assert w.sweep() == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}
+        assert w.rows() == {} and not w.role_state(stuck)[0]
+        _db, back, pw2, _r = w.resolve("vic")
+        assert back == stuck and authenticates(w, back, pw2)
+    finally:
+        drop_database(w.cluster, other)
