@@ -5,42 +5,6 @@
 
 SELECT plan(51);
 
--- tap.seen, tap.login_of and tap.roles_of, with an error (a refusal where a
--- login was expected) reported as 'error SQLSTATE: message' in the failing
--- test instead of ending the file.
-CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.seen(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.login_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.login_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text[]
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.roles_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN array['error ' || SQLSTATE || ': ' || SQLERRM];
-END;
-$$;
-
 -- A refused resolution, as 'SQLSTATE|DETAIL|message' ('not refused' otherwise).
 CREATE FUNCTION pg_temp.refusal(
     p_job uuid, p_datatable text, p_role text DEFAULT null, p_for_migration boolean DEFAULT false
@@ -171,27 +135,27 @@ SELECT throws_ok(
 -- by the job's identity.
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.seen(:'j_pub', 'main', 't100_emea'), '1,4',
+    tap.seen(:'j_pub', 'main', 't100_emea'), '1,4',
     'R1: pub (u/pub) names t100_emea and sees the emea rows only, not the us rows of its viewer'
 );
 SELECT is(
-    pg_temp.roles_of(:'j_pub', 'main', 't100_emea'), '{t100_emea}',
+    tap.roles_of(:'j_pub', 'main', 't100_emea'), '{t100_emea}',
     'R1: the connection holds exactly the named role'
 );
 SELECT is(
-    pg_temp.login_of(:'j_pub', 'main', 't100_emea'), 't100_emea',
+    tap.login_of(:'j_pub', 'main', 't100_emea'), 't100_emea',
     'R1/R6: the named role is served by its own login'
 );
 SELECT is(
-    pg_temp.seen(:'j_bob', 'main', 't100_emea'), '1,4',
+    tap.seen(:'j_bob', 'main', 't100_emea'), '1,4',
     'R1: bob names t100_emea and may use it through g/emea'
 );
 SELECT is(
-    pg_temp.seen(:'j_adm', 'main', 't100_us'), '2,5',
+    tap.seen(:'j_adm', 'main', 't100_us'), '2,5',
     'R1: a workspace admin may name any role of the map (t100_us) without being its tenant'
 );
 SELECT is(
-    pg_temp.seen(:'j_adm', 'main', 't100_emea'), '1,4',
+    tap.seen(:'j_adm', 'main', 't100_emea'), '1,4',
     'R1: ... and another one (t100_emea)'
 );
 
@@ -234,19 +198,19 @@ SELECT matches(
 
 -- R1 with admin named: the same check (workspace admin, or a tenant of admin)
 SELECT is(
-    pg_temp.seen(:'j_adm', 'main', 'admin'), '1,2,3,4,5',
+    tap.seen(:'j_adm', 'main', 'admin'), '1,2,3,4,5',
     'R1: a workspace admin names admin and sees every row'
 );
 SELECT is(
-    pg_temp.login_of(:'j_adm', 'main', 'admin'), 't100_admin',
+    tap.login_of(:'j_adm', 'main', 'admin'), 't100_admin',
     'R1: named admin is served by the data table''s admin login'
 );
 SELECT is(
-    pg_temp.roles_of(:'j_adm', 'main', 'admin'), '{admin}',
+    tap.roles_of(:'j_adm', 'main', 'admin'), '{admin}',
     'R1: named admin reports the roles {admin}'
 );
 SELECT is(
-    pg_temp.seen(:'j_tad', 'main', 'admin'), '1,2,3,4,5',
+    tap.seen(:'j_tad', 'main', 'admin'), '1,2,3,4,5',
     'R1: a tenant of admin (u/tad) names admin and sees every row'
 );
 SELECT matches(
@@ -269,24 +233,24 @@ SELECT is(
     'admin', 'a registered data table starts with the default admin'
 );
 SELECT is(
-    pg_temp.seen(:'j_carol', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_carol', 'main'), '1,2,3,4,5',
     'R2: carol, a tenant of nothing, sees every row with the default admin'
 );
 SELECT is(
-    pg_temp.login_of(:'j_carol', 'main'), 't100_admin',
+    tap.login_of(:'j_carol', 'main'), 't100_admin',
     'R2: the connection is the admin login'
 );
-SELECT is(pg_temp.roles_of(:'j_carol', 'main'), '{admin}', 'R2: roles {admin}');
+SELECT is(tap.roles_of(:'j_carol', 'main'), '{admin}', 'R2: roles {admin}');
 SELECT is(
-    pg_temp.seen(:'j_pub', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_pub', 'main'), '1,2,3,4,5',
     'R2: a viewer who is a tenant of t100_us is still served as admin (no narrowing)'
 );
 SELECT is(
-    pg_temp.roles_of(:'j_pub', 'main'), '{admin}',
+    tap.roles_of(:'j_pub', 'main'), '{admin}',
     'R2: the viewer''s roles are not added to admin'
 );
 SELECT is(
-    pg_temp.seen(:'j_carol_sched', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_carol_sched', 'main'), '1,2,3,4,5',
     'R2: a scheduled job (no viewer) is served as admin too'
 );
 SELECT is(
@@ -324,7 +288,7 @@ SELECT matches(
 DO $$ BEGIN PERFORM set_datatable_default_role('ws', 'main', 't100_emea'); END $$;
 
 SELECT is(
-    pg_temp.seen(:'j_pub', 'main'), '1,2,4,5',
+    tap.seen(:'j_pub', 'main'), '1,2,4,5',
     'default t100_emea: pub''s ordinary connection holds t100_emea plus its viewer''s t100_us'
 );
 SELECT matches(

@@ -6,42 +6,6 @@
 
 SELECT plan(79);
 
--- tap.seen, tap.login_of and tap.roles_of, with an error (a refusal where a
--- login was expected) reported as 'error SQLSTATE: message' in the failing
--- test instead of ending the file.
-CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.seen(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.login_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.login_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text[]
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.roles_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN array['error ' || SQLSTATE || ': ' || SQLERRM];
-END;
-$$;
-
 -- A refused resolution, as 'SQLSTATE|DETAIL|message' ('not refused' otherwise).
 CREATE FUNCTION pg_temp.refusal(p_job uuid, p_datatable text, p_role text DEFAULT null)
 RETURNS text
@@ -199,43 +163,43 @@ SELECT tap.start_job('ws', 'u/carol', 'app', 'hank@x.io') AS j_hank \gset
 -- R3: default t110_apac, usable by pub: {apac} plus the viewer's roles
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.seen(:'j_pub_alice', 'main'), '1,3,4',
+    tap.seen(:'j_pub_alice', 'main'), '1,3,4',
     'R3: pub (tenant of the default) with viewer alice (g/emea) sees apac + emea'
 );
 SELECT is(
-    pg_temp.roles_of(:'j_pub_alice', 'main'), '{t110_apac,t110_emea}',
+    tap.roles_of(:'j_pub_alice', 'main'), '{t110_apac,t110_emea}',
     'R3: the connection holds the default and the viewer''s role'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_bob', 'main'), '2,3,5',
+    tap.seen(:'j_pub_bob', 'main'), '2,3,5',
     'R3: the same app with viewer bob (u/bob) sees apac + us'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_vic', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_pub_vic', 'main'), '1,2,3,4,5',
     'R3: viewer vic (g/emea, u/vic) adds both of their roles'
 );
 SELECT is(
-    pg_temp.roles_of(:'j_pub_vic', 'main'), '{t110_apac,t110_emea,t110_us}',
+    tap.roles_of(:'j_pub_vic', 'main'), '{t110_apac,t110_emea,t110_us}',
     'R3: ... three roles'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_dan', 'main'), '3',
+    tap.seen(:'j_pub_dan', 'main'), '3',
     'R3: a viewer who is a tenant of nothing leaves the default alone'
 );
 SELECT is(
-    pg_temp.seen(:'j_carol_alice', 'main'), '1,4',
+    tap.seen(:'j_carol_alice', 'main'), '1,4',
     'R3: carol may not use the default: only viewer alice''s role (emea)'
 );
 SELECT is(
-    pg_temp.seen(:'j_carol_vic', 'main'), '1,2,4,5',
+    tap.seen(:'j_carol_vic', 'main'), '1,2,4,5',
     'R3: carol with viewer vic: only vic''s roles (emea + us), never the default'
 );
 
 
 -- R3 with the default disabled: it is not held, whoever the identity is
-SELECT is(pg_temp.seen(:'j_pub_alice', 'dis'), '1,3,4', 'R3: before: default t110_dis + emea');
+SELECT is(tap.seen(:'j_pub_alice', 'dis'), '1,3,4', 'R3: before: default t110_dis + emea');
 SELECT is(
-    pg_temp.seen(:'j_carol_dan', 'dis'), '3',
+    tap.seen(:'j_carol_dan', 'dis'), '3',
     'R3: before: carol (no tenant) with viewer dan, a tenant of t110_dis: dan''s t110_dis'
 );
 SELECT lives_ok(
@@ -243,7 +207,7 @@ SELECT lives_ok(
     'R3: the default role t110_dis is disabled'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_alice', 'dis'), '1,4',
+    tap.seen(:'j_pub_alice', 'dis'), '1,4',
     'R3: default disabled: only the viewer''s roles, though pub is a tenant of the default'
 );
 SELECT matches(
@@ -263,27 +227,27 @@ SELECT is(
 -- R6 / R7: one role is its own login; several are a wm_set_ login
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.login_of(:'j_carol_alice', 'main'), 't110_emea',
+    tap.login_of(:'j_carol_alice', 'main'), 't110_emea',
     'R6: a single role is served by that role''s own login'
 );
 SELECT is(
-    pg_temp.login_of(:'j_pub_dan', 'main'), 't110_apac',
+    tap.login_of(:'j_pub_dan', 'main'), 't110_apac',
     'R6: the default alone is served by its own login'
 );
 SELECT matches(
-    pg_temp.login_of(:'j_pub_alice', 'main'), '^wm_set_[0-9a-f]{40}$',
+    tap.login_of(:'j_pub_alice', 'main'), '^wm_set_[0-9a-f]{40}$',
     'R7: two roles are served by a wm_set_ login'
 );
 SELECT isnt(
-    pg_temp.login_of(:'j_pub_alice', 'main'), pg_temp.login_of(:'j_pub_bob', 'main'),
+    tap.login_of(:'j_pub_alice', 'main'), tap.login_of(:'j_pub_bob', 'main'),
     'R7: another set of roles is another set login'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_vic', 'nodef'), '1,2,4,5',
+    tap.seen(:'j_pub_vic', 'nodef'), '1,2,4,5',
     'R7: the set login of {emea, us} sees the union of both roles'' rows'
 );
 SELECT matches(
-    pg_temp.login_of(:'j_pub_vic', 'nodef'), '^wm_set_[0-9a-f]{40}$',
+    tap.login_of(:'j_pub_vic', 'nodef'), '^wm_set_[0-9a-f]{40}$',
     'R7: ... as a wm_set_ login'
 );
 
@@ -292,11 +256,11 @@ SELECT matches(
 ------------------------------------------------------------------------------
 SELECT is(pg_temp.default_of('ws', 'nodef'), '*none*', 'R12: no default is stored as *none*');
 SELECT is(
-    pg_temp.seen(:'j_pub_alice', 'nodef'), '1,4',
+    tap.seen(:'j_pub_alice', 'nodef'), '1,4',
     'R4: no default: pub''s own tenancy of t110_apac gives nothing; alice''s emea only'
 );
-SELECT is(pg_temp.login_of(:'j_pub_alice', 'nodef'), 't110_emea', 'R4/R6: ... as t110_emea');
-SELECT is(pg_temp.seen(:'j_pub_bob', 'nodef'), '2,5', 'R4: viewer bob: us only');
+SELECT is(tap.login_of(:'j_pub_alice', 'nodef'), 't110_emea', 'R4/R6: ... as t110_emea');
+SELECT is(tap.seen(:'j_pub_bob', 'nodef'), '2,5', 'R4: viewer bob: us only');
 
 ------------------------------------------------------------------------------
 -- R5: an empty result is refused, never an empty login
@@ -326,21 +290,21 @@ SELECT matches(
 -- R9: no viewer recorded, or a viewer outside the governing workspace
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.seen(:'j_pub_anon', 'main'), '3',
+    tap.seen(:'j_pub_anon', 'main'), '3',
     'R9: anonymous app viewer: the default only'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_sched', 'main'), '3',
+    tap.seen(:'j_pub_sched', 'main'), '3',
     'R9: schedule: the default only (pub is in g/emea, but the identity is no viewer)'
 );
-SELECT is(pg_temp.seen(:'j_pub_trig', 'main'), '3', 'R9: trigger: the default only');
-SELECT is(pg_temp.seen(:'j_pub_agent', 'main'), '3', 'R9: AI agent tool job: the default only');
+SELECT is(tap.seen(:'j_pub_trig', 'main'), '3', 'R9: trigger: the default only');
+SELECT is(tap.seen(:'j_pub_agent', 'main'), '3', 'R9: AI agent tool job: the default only');
 SELECT is(
-    pg_temp.seen(:'j_pub_run', 'main'), '1,3,4',
+    tap.seen(:'j_pub_run', 'main'), '1,3,4',
     'contrast: a direct run by pub has pub as its viewer (g/emea is added)'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_out', 'main'), '3',
+    tap.seen(:'j_pub_out', 'main'), '3',
     'R9: a viewer who is not a member of the governing workspace adds nothing'
 );
 SELECT matches(
@@ -357,7 +321,7 @@ SELECT matches(
     'R9/R5: no default and an agent tool job: refused'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_sched', 'nodef', 't110_apac'), '3',
+    tap.seen(:'j_pub_sched', 'nodef', 't110_apac'), '3',
     'R9: a job without a viewer can still be served by a named role'
 );
 
@@ -365,7 +329,7 @@ SELECT is(
 -- A workspace-admin viewer gets nothing extra
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.seen(:'j_pub_wadm', 'main'), '3',
+    tap.seen(:'j_pub_wadm', 'main'), '3',
     'workspace-admin viewer: nothing beyond the default'
 );
 SELECT matches(
@@ -376,16 +340,16 @@ SELECT matches(
 ------------------------------------------------------------------------------
 -- Tenant keys: '*', g/, f/
 ------------------------------------------------------------------------------
-SELECT is(pg_temp.seen(:'j_carol_dan', 'star'), '2,5', '*: dan, a plain member, is a tenant');
-SELECT is(pg_temp.seen(:'j_carol_wadm', 'star'), '2,5', '*: a workspace admin is a member too');
+SELECT is(tap.seen(:'j_carol_dan', 'star'), '2,5', '*: dan, a plain member, is a tenant');
+SELECT is(tap.seen(:'j_carol_wadm', 'star'), '2,5', '*: a workspace admin is a member too');
 SELECT matches(
     pg_temp.refusal(:'j_carol_out', 'star'), '^42501\|refused by rule R5\|',
     '*: a viewer outside the workspace is no member'
 );
-SELECT is(pg_temp.seen(:'j_dora', 'folders'), '1,4', 'f/: read on the folder, directly');
-SELECT is(pg_temp.seen(:'j_erin', 'folders'), '1,4', 'f/: write on the folder, through a group');
-SELECT is(pg_temp.seen(:'j_fred', 'folders'), '1,4', 'f/: owner of the folder');
-SELECT is(pg_temp.seen(:'j_gina', 'folders'), '2,5', 'g/: a member of the group');
+SELECT is(tap.seen(:'j_dora', 'folders'), '1,4', 'f/: read on the folder, directly');
+SELECT is(tap.seen(:'j_erin', 'folders'), '1,4', 'f/: write on the folder, through a group');
+SELECT is(tap.seen(:'j_fred', 'folders'), '1,4', 'f/: owner of the folder');
+SELECT is(tap.seen(:'j_gina', 'folders'), '2,5', 'g/: a member of the group');
 SELECT matches(
     pg_temp.refusal(:'j_hank', 'folders'), '^42501\|refused by rule R5\|',
     'f/ and g/: hank (owner of another folder, in no group) is named by neither'
@@ -399,9 +363,9 @@ SELECT matches(
     pg_temp.refusal(:'j_dora', 'folders'), '^42501\|refused by rule R5\|',
     'f/: the same job of dora, after her folder access is taken away: refused (current)'
 );
-SELECT is(pg_temp.seen(:'j_erin', 'folders'), '1,4', 'f/: read through a group counts as well');
+SELECT is(tap.seen(:'j_erin', 'folders'), '1,4', 'f/: read through a group counts as well');
 SELECT is(
-    pg_temp.seen(:'j_hank', 'folders'), '2,5',
+    tap.seen(:'j_hank', 'folders'), '2,5',
     'g/: the same job of hank, after he joins the group: us (current memberships)'
 );
 
@@ -419,7 +383,7 @@ SELECT ok(
     'R10: ... and no viewer step: the viewer is not looked up (nor mentioned)'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_alice', 'cheap'), '3',
+    tap.seen(:'j_pub_alice', 'cheap'), '3',
     'R10: the connection holds the default alone'
 );
 DO $$ BEGIN PERFORM set_datatable_role_tenants('ws', 'cheap', 't110_emea', '{g/emea}'); END $$;
@@ -432,18 +396,18 @@ SELECT is(
     '[{"role": "t110_emea", "named_by": ["g/emea"]}]'::jsonb,
     'R10: ... which shows the role and the tenant key that named the viewer'
 );
-SELECT is(pg_temp.seen(:'j_pub_alice', 'cheap'), '1,3,4', 'R10: ... and alice''s emea is added');
+SELECT is(tap.seen(:'j_pub_alice', 'cheap'), '1,3,4', 'R10: ... and alice''s emea is added');
 
 ------------------------------------------------------------------------------
 -- R11 / R12: removing or dropping the default leaves no default, for good
 ------------------------------------------------------------------------------
-SELECT is(pg_temp.seen(:'j_pub_alice', 'r11'), '1,3,4', 'R11: before: default apac + emea');
+SELECT is(tap.seen(:'j_pub_alice', 'r11'), '1,3,4', 'R11: before: default apac + emea');
 DO $$ BEGIN PERFORM remove_datatable_role('ws', 'r11', 't110_apac'); END $$;
 SELECT is(
     pg_temp.default_of('ws', 'r11'), '*none*',
     'R11/R12: the default removed from the map becomes the marker *none*'
 );
-SELECT is(pg_temp.seen(:'j_pub_alice', 'r11'), '1,4', 'R11: now only the viewer''s roles (R4)');
+SELECT is(tap.seen(:'j_pub_alice', 'r11'), '1,4', 'R11: now only the viewer''s roles (R4)');
 SELECT matches(
     pg_temp.refusal(:'j_pub_sched', 'r11'),
     '^42501\|refused by rule R5\|.*no default',
@@ -462,12 +426,12 @@ SET client_min_messages = error;
 DO $$ BEGIN PERFORM set_datatable_default_role('ws', 'r11', 'admin'); END $$;
 SET client_min_messages = warning;
 SELECT is(
-    pg_temp.seen(:'j_pub_sched', 'r11'), '1,2,3,4,5',
+    tap.seen(:'j_pub_sched', 'r11'), '1,2,3,4,5',
     'R11: an explicit set to admin is allowed: admin again'
 );
 
 SELECT is(
-    pg_temp.roles_of(:'j_pub_sched', 'r11drop'), '{t110_tmp}',
+    tap.roles_of(:'j_pub_sched', 'r11drop'), '{t110_tmp}',
     'R11: before the drop, the default t110_tmp serves pub'
 );
 SELECT lives_ok(
@@ -483,7 +447,7 @@ SELECT matches(
     'R11: after the drop, no default: a job without a viewer is refused'
 );
 SELECT is(
-    pg_temp.seen(:'j_pub_alice', 'r11drop'), '1,4',
+    tap.seen(:'j_pub_alice', 'r11drop'), '1,4',
     'R11: after the drop, the viewer''s roles only'
 );
 
@@ -529,19 +493,19 @@ SELECT tap.start_job('fork', 'u/pub_f', 'app', 'onlyfork@x.io') AS jf_only \gset
 SELECT tap.start_job('fork', 'u/zed_f', 'schedule') AS jf_zed_sched \gset
 
 SELECT is(
-    pg_temp.seen(:'jf_alice', 'gov'), '1,3,4',
+    tap.seen(:'jf_alice', 'gov'), '1,3,4',
     'reference: identity pub_f is u/pub in ws by email (apac); viewer alice is in g/emea of ws'
 );
 SELECT is(
-    pg_temp.seen(:'jf_bob', 'gov'), '2,3,5',
+    tap.seen(:'jf_bob', 'gov'), '2,3,5',
     'reference: a viewer who is a member of the governing workspace only (bob) counts'
 );
 SELECT is(
-    pg_temp.seen(:'jf_zed', 'gov'), '3',
+    tap.seen(:'jf_zed', 'gov'), '3',
     'reference: the viewer''s groups in the fork (g/emea there) count for nothing'
 );
 SELECT is(
-    pg_temp.seen(:'jf_only', 'gov'), '3',
+    tap.seen(:'jf_only', 'gov'), '3',
     'reference: a viewer who is a member of the fork only is no viewer (R9)'
 );
 SELECT matches(

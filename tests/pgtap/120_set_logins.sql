@@ -5,43 +5,8 @@
 
 SELECT plan(54);
 
--- tap.seen, tap.login_of and tap.roles_of, with an error (a refusal where a
--- login was expected) reported as 'error SQLSTATE: message' in the failing
--- test instead of ending the file.
-CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.seen(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.login_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.login_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text[]
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.roles_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN array['error ' || SQLSTATE || ': ' || SQLERRM];
-END;
-$$;
-
--- tap.query and tap.exec on a named session, likewise.
+-- tap.query and tap.exec on a named session, with an error returned as
+-- 'error SQLSTATE: message' instead of ending the file.
 CREATE FUNCTION pg_temp.query(p_name text, p_query text) RETURNS text
 LANGUAGE plpgsql
 AS $$
@@ -140,11 +105,11 @@ SELECT tap.start_job('ws', 'u/pub', 'app', 'eve@x.io') AS j_eve \gset
 -- A viewer in two roles: a set login that sees the union
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    tap.seen(:'j_alice', 'main'), '1,2,4,5',
     'alice (emea, us): the set login sees the union of both roles'' rows'
 );
-SELECT is(pg_temp.roles_of(:'j_alice', 'main'), '{t120_emea,t120_us}', 'alice holds emea and us');
-SELECT pg_temp.login_of(:'j_alice', 'main') AS set_login \gset
+SELECT is(tap.roles_of(:'j_alice', 'main'), '{t120_emea,t120_us}', 'alice holds emea and us');
+SELECT tap.login_of(:'j_alice', 'main') AS set_login \gset
 SELECT oid AS set_oid FROM pg_roles WHERE rolname = :'set_login' \gset
 SELECT matches(
     :'set_login'::text, '^wm_set_[0-9a-f]{40}$',
@@ -157,11 +122,11 @@ SELECT login AS r2_login, password AS r2_password FROM tap.resolve(:'j_alice', '
 SELECT is(:'r2_login'::text, :'r1_login', 'resolving the same set twice gives the same login');
 SELECT is(:'r2_password'::text, :'r1_password', '... and the same password');
 SELECT is(
-    pg_temp.login_of(:'j_bob', 'main'), :'set_login',
+    tap.login_of(:'j_bob', 'main'), :'set_login',
     'another viewer with the same roles (bob) gets the same set login'
 );
 SELECT isnt(
-    pg_temp.login_of(:'j_carol', 'main'), :'set_login',
+    tap.login_of(:'j_carol', 'main'), :'set_login',
     'a viewer with another set (carol: emea, apac) gets another set login'
 );
 SELECT skip('two instances on one cluster give different set login names: shown by pytest', 1);
@@ -301,7 +266,7 @@ SELECT tap.exec_in('t120_dt', $sql$
         USING (region = 'us' AND pg_has_role(current_user, 't120_usa', 'member'));
 $sql$) AS ok \gset
 SELECT is(
-    pg_temp.login_of(:'j_alice', 'main'), :'set_login',
+    tap.login_of(:'j_alice', 'main'), :'set_login',
     'after renaming t120_us to t120_usa, alice resolves to the same set login'
 );
 SELECT is(
@@ -309,11 +274,11 @@ SELECT is(
     '... the same role (same oid)'
 );
 SELECT is(
-    pg_temp.roles_of(:'j_alice', 'main'), '{t120_emea,t120_usa}',
+    tap.roles_of(:'j_alice', 'main'), '{t120_emea,t120_usa}',
     '... holding the renamed role'
 );
 SELECT is(
-    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    tap.seen(:'j_alice', 'main'), '1,2,4,5',
     '... which logs in and still sees the union'
 );
 SELECT is(
@@ -329,19 +294,19 @@ DO $$ BEGIN
     PERFORM add_group_member('ws', 'apac', 'alice');
 END $$;
 SELECT isnt(
-    pg_temp.login_of(:'j_alice', 'main'), :'set_login',
+    tap.login_of(:'j_alice', 'main'), :'set_login',
     'alice moved from us to apac: her job resolves to another login'
 );
 SELECT is(
-    pg_temp.login_of(:'j_alice', 'main'), pg_temp.login_of(:'j_carol', 'main'),
+    tap.login_of(:'j_alice', 'main'), tap.login_of(:'j_carol', 'main'),
     '... the set login of {emea, apac}, the one carol has'
 );
-SELECT is(pg_temp.seen(:'j_alice', 'main'), '1,3,4', '... which sees emea and apac');
+SELECT is(tap.seen(:'j_alice', 'main'), '1,3,4', '... which sees emea and apac');
 SELECT is(
     pg_temp.memberships(:'set_login'), '{t120_emea,t120_usa}',
     'the old set login''s memberships are unchanged'
 );
-SELECT is(pg_temp.seen(:'j_bob', 'main'), '1,2,4,5', 'bob still gets the old set login''s rows');
+SELECT is(tap.seen(:'j_bob', 'main'), '1,2,4,5', 'bob still gets the old set login''s rows');
 
 ------------------------------------------------------------------------------
 -- explain_datatable_role never creates a login
@@ -356,8 +321,8 @@ SELECT ok(
     AND NOT EXISTS (SELECT FROM datatable_roles.datatable_role_set WHERE login = :'dan_login'),
     'after explain, there is still no such role and no row'
 );
-SELECT is(pg_temp.seen(:'j_dan', 'main'), '2,3,5', 'resolving dan makes the set login: us + apac');
-SELECT is(pg_temp.login_of(:'j_dan', 'main'), :'dan_login', '... with the name explain gave');
+SELECT is(tap.seen(:'j_dan', 'main'), '2,3,5', 'resolving dan makes the set login: us + apac');
+SELECT is(tap.login_of(:'j_dan', 'main'), :'dan_login', '... with the name explain gave');
 SELECT is(
     explain_datatable_role(:'j_dan', 'main') -> 'login_exists', 'true'::jsonb,
     'explain now says the login exists'

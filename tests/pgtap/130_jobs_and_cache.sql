@@ -5,42 +5,6 @@
 
 SELECT plan(75);
 
--- tap.seen, tap.login_of and tap.roles_of, with an error (a refusal where a
--- login was expected) reported as 'error SQLSTATE: message' in the failing
--- test instead of ending the file.
-CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.seen(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.login_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.login_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text[]
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.roles_of(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN array['error ' || SQLSTATE || ': ' || SQLERRM];
-END;
-$$;
-
 -- The recorded viewer of a job.
 CREATE FUNCTION pg_temp.viewer_of(p_job uuid) RETURNS text
 LANGUAGE sql
@@ -146,7 +110,7 @@ SELECT is(
     'app with a session: the session''s user is the viewer'
 );
 SELECT is(pg_temp.viewer_of(:'j_app'), 'alice@x.io', '... recorded in job_perms');
-SELECT is(pg_temp.seen(:'j_app', 'main'), '2,5', '... and the connection shows alice''s rows');
+SELECT is(tap.seen(:'j_app', 'main'), '2,5', '... and the connection shows alice''s rows');
 
 SELECT is(
     record_job_start(:'j_anon', 'ws', 'u/pub', 'app'), null,
@@ -165,12 +129,12 @@ SELECT is(
     record_job_start(:'j_run', 'ws', 'u/pub', 'run', 'alice@x.io'), 'alice@x.io',
     'run: the caller is the viewer'
 );
-SELECT is(pg_temp.seen(:'j_run', 'main'), '2,5', '... and sees alice''s rows');
+SELECT is(tap.seen(:'j_run', 'main'), '2,5', '... and sees alice''s rows');
 SELECT is(
     record_job_start(:'j_preview', 'ws', 'u/pub', 'preview', 'bob@x.io'), 'bob@x.io',
     'preview: the caller is the viewer'
 );
-SELECT is(pg_temp.seen(:'j_preview', 'main'), '1,4', '... and sees bob''s rows');
+SELECT is(tap.seen(:'j_preview', 'main'), '1,4', '... and sees bob''s rows');
 SELECT alike(
     pg_temp.start_error(gen_random_uuid(), 'ws', 'u/pub', 'run'),
     '22004:%', 'run without a caller is refused (22004)'
@@ -184,12 +148,12 @@ SELECT is(
     record_job_start(:'j_child', 'ws', 'u/pub', 'job_token', null, :'j_app'), 'alice@x.io',
     'job_token: the viewer is the token job''s recorded viewer'
 );
-SELECT is(pg_temp.seen(:'j_child', 'main'), '2,5', '... and the child sees alice''s rows');
+SELECT is(tap.seen(:'j_child', 'main'), '2,5', '... and the child sees alice''s rows');
 SELECT is(
     record_job_start(:'j_grand', 'ws', 'u/bob', 'job_token', null, :'j_child'),
     'alice@x.io', 'job_token of a job_token child: still alice, whoever runs it'
 );
-SELECT is(pg_temp.seen(:'j_grand', 'main'), '2,5', '... and sees alice''s rows');
+SELECT is(tap.seen(:'j_grand', 'main'), '2,5', '... and sees alice''s rows');
 SELECT is(
     record_job_start(:'j_child_bob', 'ws', 'u/pub', 'job_token', null, :'j_preview'),
     'bob@x.io', 'job_token of bob''s preview: bob'
@@ -238,7 +202,7 @@ SELECT is(
     'the schedule of alice has no viewer: refused where only viewers hold roles'
 );
 SELECT is(
-    pg_temp.seen(:'j_sched', 'main', 't130_us'), '2,5',
+    tap.seen(:'j_sched', 'main', 't130_us'), '2,5',
     '... though its identity alice may name t130_us'
 );
 SELECT alike(
@@ -268,7 +232,7 @@ SELECT alike(
 );
 SELECT is(pg_temp.viewer_of(:'j_app'), 'alice@x.io', 'the recorded viewer is unchanged');
 SELECT is(tap.state(), :'state_once', 'nothing changed');
-SELECT is(pg_temp.seen(:'j_app', 'main'), '2,5', 'the job still shows alice''s rows');
+SELECT is(tap.seen(:'j_app', 'main'), '2,5', 'the job still shows alice''s rows');
 
 ------------------------------------------------------------------------------
 -- The identity's groups, folders and admin flag are those of the job's start
@@ -277,7 +241,7 @@ SELECT tap.start_job('ws', 'u/gx', 'schedule') AS j_gx \gset
 SELECT tap.start_job('ws', 'u/gy', 'schedule') AS j_gy \gset
 SELECT tap.start_job('ws', 'u/fy', 'schedule') AS j_fy \gset
 SELECT tap.start_job('ws', 'u/ad', 'schedule') AS j_ad \gset
-SELECT is(pg_temp.seen(:'j_gx', 'main', 't130_x'), '3', 'gx (group x) names t130_x {g/x}');
+SELECT is(tap.seen(:'j_gx', 'main', 't130_x'), '3', 'gx (group x) names t130_x {g/x}');
 DO $$ BEGIN
     PERFORM remove_group_member('ws', 'x', 'gx');
     PERFORM add_group_member('ws', 'x', 'gy');
@@ -289,7 +253,7 @@ SELECT tap.start_job('ws', 'u/gy', 'schedule') AS j_gy2 \gset
 SELECT tap.start_job('ws', 'u/fy', 'schedule') AS j_fy2 \gset
 SELECT tap.start_job('ws', 'u/ad', 'schedule') AS j_ad2 \gset
 SELECT is(
-    pg_temp.seen(:'j_gx', 'main', 't130_x'), '3',
+    tap.seen(:'j_gx', 'main', 't130_x'), '3',
     'gx left group x after the start: the job still uses the captured g/x'
 );
 SELECT is(
@@ -300,9 +264,9 @@ SELECT is(
     pg_temp.refusal(:'j_gy', 'main', 't130_x'), '42501|refused by rule R1',
     'gy joined group x after the start: the job still has the captured (no) groups'
 );
-SELECT is(pg_temp.seen(:'j_gy2', 'main', 't130_x'), '3', 'a job of gy started after that may');
+SELECT is(tap.seen(:'j_gy2', 'main', 't130_x'), '3', 'a job of gy started after that may');
 SELECT is(
-    pg_temp.seen(:'j_fy', 'main', 't130_f'), '3',
+    tap.seen(:'j_fy', 'main', 't130_f'), '3',
     'fy lost folder fx after the start: the job still uses the captured f/fx'
 );
 SELECT is(
@@ -314,7 +278,7 @@ SELECT is(
     'ad became a workspace admin after the start: the job is still no admin'
 );
 SELECT is(
-    pg_temp.seen(:'j_ad2', 'main', 't130_us'), '2,5',
+    tap.seen(:'j_ad2', 'main', 't130_us'), '2,5',
     'a job of ad started after that is an admin and may name t130_us'
 );
 SELECT is(

@@ -9,19 +9,8 @@
 
 SELECT plan(67);
 
--- tap.seen / tap.login_of / tap.query / tap.exec, with an error returned as
+-- tap.query / tap.exec, with an error returned as
 -- 'error SQLSTATE: message' instead of ending the file.
-CREATE FUNCTION pg_temp.seen(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.seen(p_job, p_datatable, p_role);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
 CREATE FUNCTION pg_temp.query(p_name text, p_query text) RETURNS text
 LANGUAGE plpgsql
 AS $$
@@ -141,7 +130,7 @@ SELECT tap.start_job('ws', 'u/pub', 'run', 'pub@x.io') AS j_pub \gset
 -- the admin login and drops the login and its row; 29 days unused is kept
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    tap.seen(:'j_alice', 'main'), '1,2,4,5',
     'alice (emea, us) sees through her set login'
 );
 SELECT tap.login_of(:'j_alice', 'main') AS a_login \gset
@@ -165,7 +154,7 @@ SELECT is(tap.close('a'), 'OK', 'the session ends');
 -- two days later carol's set login is made and used
 UPDATE datatable_roles.settings SET clock_offset = '2 days';
 SELECT is(
-    pg_temp.seen(:'j_carol', 'main'), '1,3,4',
+    tap.seen(:'j_carol', 'main'), '1,3,4',
     'two days later carol (emea, apac) sees her rows'
 );
 SELECT tap.login_of(:'j_carol', 'main') AS c_login \gset
@@ -190,11 +179,11 @@ SELECT is(
 SELECT is(pg_temp.rows_in('t200_dt', 't200_made'), '2', '... with its rows');
 SELECT is(pg_temp.can_login(:'c_login'), true, 'the login unused 29 days is kept, with LOGIN');
 SELECT is(pg_temp.row_password(:'c_login'), :'c_pw', '... and its row, with the same password');
-SELECT is(pg_temp.seen(:'j_carol', 'main'), '1,3,4', '... which still logs in');
+SELECT is(tap.seen(:'j_carol', 'main'), '1,3,4', '... which still logs in');
 
 -- made again on demand
 SELECT is(
-    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    tap.seen(:'j_alice', 'main'), '1,2,4,5',
     'alice resolves again: the set login is made again'
 );
 SELECT is(tap.login_of(:'j_alice', 'main'), :'a_login', '... with the same name');
@@ -271,7 +260,7 @@ SELECT ok(
     'the login and its row are gone'
 );
 SELECT is(
-    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    tap.seen(:'j_alice', 'main'), '1,2,4,5',
     'and alice''s login is made again on demand'
 );
 DROP DATABASE t200_other;
@@ -293,7 +282,7 @@ SELECT is(
     pg_temp.exec('o2', 'CREATE TABLE t200_ops_2 AS SELECT 2 AS x'), 'SELECT 1',
     '... and one in t200_dt2'
 );
-SELECT is(pg_temp.seen(:'j_dan', 'main'), '1,4', 'dan (emea, ops) sees through his set login');
+SELECT is(tap.seen(:'j_dan', 'main'), '1,4', 'dan (emea, ops) sees through his set login');
 SELECT tap.login_of(:'j_dan', 'main') AS d_login \gset
 SELECT is(
     pg_temp.owner_in('t200_dt', 't200_ops_1'), 't200_ops',
@@ -327,7 +316,7 @@ SELECT ok(
     AND pg_temp.row_password(:'d_login') IS null,
     'its login and row are gone'
 );
-SELECT is(pg_temp.seen(:'j_dan', 'main'), '1,4', 'dan now resolves to t200_emea alone');
+SELECT is(tap.seen(:'j_dan', 'main'), '1,4', 'dan now resolves to t200_emea alone');
 DO $$ BEGIN
     PERFORM tap.close('o1');
     PERFORM tap.close('o2');
@@ -354,11 +343,11 @@ SELECT is(pg_temp.row_password(:'a_login'), '', '... with an empty-password row'
 SELECT is(pg_temp.can_login('t200_us'), false, '... and the role''s own login NOLOGIN');
 SELECT matches(pg_temp.query('r', 'SELECT 1'), '^error', 'the set login''s session was ended');
 SELECT matches(pg_temp.query('u', 'SELECT 1'), '^error', 'the role''s own session was ended');
-SELECT is(pg_temp.seen(:'j_alice', 'main'), '1,4', 'while disabled, alice holds t200_emea alone');
+SELECT is(tap.seen(:'j_alice', 'main'), '1,4', 'while disabled, alice holds t200_emea alone');
 
 DO $$ BEGIN PERFORM set_datatable_role_enabled('t200_us', true); END $$;
 SELECT is(
-    pg_temp.seen(:'j_alice', 'main'), '1,2,4,5',
+    tap.seen(:'j_alice', 'main'), '1,2,4,5',
     're-enabled: alice''s set login is taken back and logs in'
 );
 SELECT is(
@@ -378,7 +367,7 @@ SELECT ok(
     NOT pg_temp.can_login(:'a_login') AND pg_temp.row_password(:'a_login') = '',
     '... NOLOGIN, empty-password row'
 );
-SELECT is(pg_temp.seen(:'j_alice', 'main'), '1,2,4,5', '... and the next resolve takes it back');
+SELECT is(tap.seen(:'j_alice', 'main'), '1,2,4,5', '... and the next resolve takes it back');
 
 DO $$ BEGIN
     PERFORM tap.close('r');

@@ -57,20 +57,30 @@ AS $$
         AS r (dbname text, login text, password text, roles text [])
 $$;
 
--- The login a job resolves to.
+-- The login a job resolves to; an error (a refusal where a login was
+-- expected) comes back as 'error SQLSTATE: message', so that it fails one
+-- test instead of ending the file. tap.roles_of and tap.seen do the same.
 CREATE FUNCTION tap.login_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
-    SELECT r.login FROM tap.resolve(p_job, p_datatable, p_role) AS r
+BEGIN
+    RETURN (SELECT r.login FROM tap.resolve(p_job, p_datatable, p_role) AS r);
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
 $$;
 
 -- The roles a job's connection holds.
 CREATE FUNCTION tap.roles_of(p_job uuid, p_datatable text, p_role text DEFAULT null)
 RETURNS text[]
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
-    SELECT r.roles FROM tap.resolve(p_job, p_datatable, p_role) AS r
+BEGIN
+    RETURN (SELECT r.roles FROM tap.resolve(p_job, p_datatable, p_role) AS r);
+EXCEPTION WHEN OTHERS THEN
+    RETURN array['error ' || SQLSTATE || ': ' || SQLERRM];
+END;
 $$;
 
 -- Resolves, logs in to the data table as the resolved login with its
@@ -82,11 +92,19 @@ CREATE FUNCTION tap.seen(
     $q$SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders$q$
 )
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
-    SELECT v.value
-    FROM tap.resolve(p_job, p_datatable, p_role) AS r,
-        datatable_roles_dblink.dblink(tap.connstr(r.dbname, r.login, r.password), p_query) AS v (value text)
+BEGIN
+    RETURN (
+        SELECT v.value
+        FROM tap.resolve(p_job, p_datatable, p_role) AS r,
+            datatable_roles_dblink.dblink(
+                tap.connstr(r.dbname, r.login, r.password), p_query
+            ) AS v (value text)
+    );
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
 $$;
 
 -- Opens a named session as the resolved login; returns the login.
