@@ -3,6 +3,7 @@
 #                against a throwaway cluster
 #   make demo    install what is missing, then a tour on a throwaway cluster: per-viewer
 #                rows under each kind of default role
+#   make bench   the speed ratios of README.md, on a throwaway cluster (a few minutes)
 #   make lint    sqlfluff only (no cluster)
 #   make schema  regenerate sql/schema.sql from the migrations
 #   make clean   remove the virtualenv and caches
@@ -15,7 +16,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.deps-installed
 DEVCLUSTER := $(VENV)/bin/python -m datatable_roles.devcluster
 
-.PHONY: deps apt-deps test demo lint schema clean
+.PHONY: deps apt-deps test demo bench lint schema clean
 
 deps: apt-deps $(STAMP)
 
@@ -44,6 +45,9 @@ test: deps
 
 demo: deps
 	$(VENV)/bin/python -m datatable_roles demo
+
+bench: deps
+	$(VENV)/bin/python -m datatable_roles.bench
 
 lint: $(STAMP)
 	DTR_PYTHON=$(VENV)/bin/python bash tests/run_checks.sh lint
