@@ -422,11 +422,15 @@ BEGIN
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             PERFORM datatable_roles.reset_memberships(login, names);
         ELSE
+            -- The owner is not made a member: its membership list would grow
+            -- with every set login, and PostgreSQL recomputes it, at a cost
+            -- quadratic in its length, after every role change. The sweep
+            -- makes it a member only of a login that owns something to move.
             EXECUTE format(
                 'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
-                || ' PASSWORD %L IN ROLE %s ROLE %I',
+                || ' PASSWORD %L IN ROLE %s',
                 login, datatable_roles.verifier_for(fresh_password),
-                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n), current_user);
+                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
             PERFORM datatable_roles.fault_point('create:after_create_role');
         END IF;
     EXCEPTION WHEN unique_violation OR duplicate_object THEN

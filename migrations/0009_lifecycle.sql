@@ -152,6 +152,17 @@ BEGIN
     END IF;
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
         EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+        -- REASSIGN OWNED, in the link login's session, needs the privileges
+        -- of the login: make the owner a member (committed with this step)
+        -- when the login owns or holds something to move.
+        IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
+            AND NOT EXISTS (
+                SELECT FROM pg_auth_members AS am
+                WHERE am.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+                    AND am.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = current_user)
+            ) THEN
+            EXECUTE format('GRANT %I TO %I', p_login, current_user);
+        END IF;
     END IF;
     PERFORM datatable_roles.end_sessions_of(p_login);
     RETURN true;

@@ -508,11 +508,15 @@ BEGIN
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             PERFORM datatable_roles.reset_memberships(login, names);
         ELSE
+            -- The owner is not made a member: its membership list would grow
+            -- with every set login, and PostgreSQL recomputes it, at a cost
+            -- quadratic in its length, after every role change. The sweep
+            -- makes it a member only of a login that owns something to move.
             EXECUTE format(
                 'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
-                || ' PASSWORD %L IN ROLE %s ROLE %I',
+                || ' PASSWORD %L IN ROLE %s',
                 login, datatable_roles.verifier_for(fresh_password),
-                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n), current_user);
+                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
             PERFORM datatable_roles.fault_point('create:after_create_role');
         END IF;
     EXCEPTION WHEN unique_violation OR duplicate_object THEN
@@ -989,6 +993,17 @@ BEGIN
     END IF;
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
         EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+        -- REASSIGN OWNED, in the link login's session, needs the privileges
+        -- of the login: make the owner a member (committed with this step)
+        -- when the login owns or holds something to move.
+        IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
+            AND NOT EXISTS (
+                SELECT FROM pg_auth_members AS am
+                WHERE am.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+                    AND am.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = current_user)
+            ) THEN
+            EXECUTE format('GRANT %I TO %I', p_login, current_user);
+        END IF;
     END IF;
     PERFORM datatable_roles.end_sessions_of(p_login);
     RETURN true;
