@@ -87,36 +87,28 @@ $$;
 
 -- The keys that name a member of a workspace: '*', u/<user>, g/<each group>,
 -- f/<each folder the member owns or may read or write, directly or through a group>.
--- member_keys_of is the definition, as a one-row SQL function without a SET
--- clause so that the planner inlines it into the query that uses it (no
--- call, and its plan is kept with that query's); member_keys is the same for
--- callers that want a value.
-CREATE FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text)
-RETURNS TABLE (keys text[])
-LANGUAGE sql STABLE
-AS $$
-    SELECT array['*', 'u/' || p_username] || grp.keys || coalesce((
-        SELECT array_agg(DISTINCT 'f/' || fa.folder)
-        FROM datatable_roles.folder_access AS fa
-        WHERE fa.workspace = p_workspace AND fa.principal = ANY(('u/' || p_username) || grp.keys)
-    ), '{}')
-    FROM (
-        SELECT ARRAY(
-            SELECT 'g/' || gm.group_name
-            FROM datatable_roles.group_member AS gm
-            WHERE gm.workspace = p_workspace AND gm.username = p_username
-        ) AS keys
-        OFFSET 0
-    ) AS grp
-$$;
-
 CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text)
 RETURNS text[]
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
-    RETURN (SELECT k.keys FROM datatable_roles.member_keys_of(p_workspace, p_username) AS k);
+    RETURN (
+        SELECT array['*', 'u/' || p_username] || grp.keys || coalesce((
+            SELECT array_agg(DISTINCT 'f/' || fa.folder)
+            FROM datatable_roles.folder_access AS fa
+            WHERE fa.workspace = p_workspace
+                AND fa.principal = ANY(('u/' || p_username) || grp.keys)
+        ), '{}')
+        FROM (
+            SELECT ARRAY(
+                SELECT 'g/' || gm.group_name
+                FROM datatable_roles.group_member AS gm
+                WHERE gm.workspace = p_workspace AND gm.username = p_username
+            ) AS keys
+            OFFSET 0
+        ) AS grp
+    );
 END;
 $$;
 
@@ -197,9 +189,10 @@ $$;
 
 -- The set login of a set of catalog roles: deterministic over the instance id
 -- and the sorted catalog ids (so renames change nothing and two instances
--- never meet), 7 + 40 = 47 bytes. set_login_of is the definition (inlined
--- into the query that uses it, like member_keys_of); set_login_name returns
--- the value.
+-- never meet), 7 + 40 = 47 bytes. set_login_of is the definition, as a
+-- one-row SQL function without a SET clause, so that the planner inlines it
+-- into the query that uses it (no call, and its plan is kept with that
+-- query's); set_login_name returns the value.
 CREATE FUNCTION datatable_roles.set_login_of(p_role_ids bigint[])
 RETURNS TABLE (login text)
 LANGUAGE sql STABLE

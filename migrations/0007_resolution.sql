@@ -16,34 +16,37 @@ CREATE TYPE datatable_roles.decision AS (
     steps jsonb              -- the trace, when asked for
 );
 
--- R3/R4 for a governing entry (SPEC section 4), in one query: the default
--- (none for the no-default marker, which names no catalog role), held when
--- enabled and the job identity may use it; plus the viewer's roles, unless no
--- viewer could add one (R10: no enabled role but the default has tenants
--- here, and the default is already held or names nobody), when the viewer is
--- not looked up at all; a viewer counts only as a member of the governing
--- workspace (else viewer_keys is NULL: R9). role_ids are sorted, role_names
--- sorted bytewise. A one-row SQL function without a SET clause: the planner
--- inlines it into the calling query (decide() and resolve_datatable_role()),
--- so it costs no call. Each map entry's enabled flag is read by primary key,
--- so that no plan scans the catalog.
-CREATE FUNCTION datatable_roles.default_and_viewer_roles(
-    p_datatable_id bigint, p_workspace text, p_default_role text,
-    p_ident_admin boolean, p_ident_keys text[], p_viewer_email text
+-- R3/R4 (SPEC section 4) for a governing entry, in parts that decide() and
+-- resolve_datatable_role() both build on. Each is a one-row SQL function
+-- without a SET clause, so that the planner inlines it into the calling query
+-- (no call, and the plan is kept with the caller's). Each map entry's enabled
+-- flag is read by primary key, so that no plan scans the catalog.
+--
+-- The default (none for the no-default marker, which names no catalog role):
+-- held when enabled and the job identity may use it. viewer_may_add is false
+-- when no viewer could add a role (R10: no enabled role but the default has
+-- tenants here, and the default is already held or names nobody); then the
+-- viewer is not looked up at all.
+CREATE FUNCTION datatable_roles.default_of(
+    p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]
 )
 RETURNS TABLE (
-    default_id bigint, default_enabled boolean, default_tenants text[], default_held boolean,
-    viewer_looked_up boolean, viewer_keys text[], viewer_ids bigint[],
-    role_ids bigint[], role_names text[]
+    id bigint, name text, password text, enabled boolean, tenants text[], held boolean,
+    viewer_may_add boolean
 )
 LANGUAGE sql STABLE
 AS $$
-    SELECT c.id, c.enabled, c.tenants, c.held, x.looked_up, v.keys, v.ids, s.ids, s.names
+    SELECT c.id, c.name, c.password, c.enabled, c.tenants, c.held, EXISTS (
+        SELECT FROM datatable_roles.datatable_role AS m
+        WHERE m.datatable_id = p_datatable_id AND m.tenants <> '{}'
+            AND (m.role_id IS DISTINCT FROM c.id OR NOT c.held)
+            AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+    )
     FROM (
-        SELECT d.id, d.enabled, d.tenants, coalesce(d.held, false) AS held
+        SELECT d.id, d.name, d.password, d.enabled, d.tenants, coalesce(d.held, false) AS held
         FROM (SELECT) AS one
         LEFT JOIN (
-            SELECT r.id, r.enabled, m.tenants,
+            SELECT r.id, r.name, r.password, r.enabled, m.tenants,
                 r.enabled AND (p_ident_admin OR m.tenants && p_ident_keys) AS held
             FROM datatable_roles.catalog_role AS r
             JOIN datatable_roles.datatable_role AS m
@@ -52,44 +55,70 @@ AS $$
         ) AS d ON true
         OFFSET 0
     ) AS c
-    CROSS JOIN LATERAL (
-        SELECT EXISTS (
-            SELECT FROM datatable_roles.datatable_role AS m
-            WHERE m.datatable_id = p_datatable_id AND m.tenants <> '{}'
-                AND (m.role_id IS DISTINCT FROM c.id OR NOT c.held)
-                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
-        ) AS looked_up
-        OFFSET 0
-    ) AS x
-    CROSS JOIN LATERAL (
-        SELECT k.keys, CASE WHEN k.keys IS NULL THEN '{}'::bigint [] ELSE ARRAY(
-            SELECT m.role_id FROM datatable_roles.datatable_role AS m
-            WHERE m.datatable_id = p_datatable_id AND m.tenants && k.keys
-                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
-        ) END AS ids
-        FROM (
-            SELECT (
-                SELECT mk.keys
-                FROM datatable_roles.workspace_user AS u
-                CROSS JOIN LATERAL datatable_roles.member_keys_of(p_workspace, u.username) AS mk
-                WHERE x.looked_up AND u.workspace = p_workspace
-                    AND lower(u.email) = lower(p_viewer_email)
-            ) AS keys
-            OFFSET 0
-        ) AS k
-    ) AS v
-    CROSS JOIN LATERAL (
-        SELECT coalesce(array_agg(r.id ORDER BY r.id), '{}') AS ids,
-            coalesce(array_agg(r.name ORDER BY r.name COLLATE "C"), '{}') AS names
-        FROM datatable_roles.catalog_role AS r
-        WHERE r.id = ANY(CASE WHEN c.held THEN array[c.id] ELSE '{}' END || v.ids)
-    ) AS s
+$$;
+
+-- The viewer's roles: the enabled roles of the map whose tenant lists name the
+-- viewer, a member of the governing workspace (username NULL and ids empty
+-- for no viewer, or one outside that workspace: R9). Each tenant key is
+-- tested against the directory (u/ by name, g/ and f/ by primary key, as
+-- scalar subqueries so that no plan hashes the viewer's memberships), so the
+-- cost follows the map's tenant lists, not the viewer's memberships: a tenant
+-- key names the viewer exactly when member_keys would list it.
+CREATE FUNCTION datatable_roles.viewer_roles_of(
+    p_datatable_id bigint, p_workspace text, p_viewer_email text
+)
+RETURNS TABLE (username text, ids bigint[])
+LANGUAGE sql STABLE
+AS $$
+    SELECT u.username, CASE WHEN u.username IS NULL THEN '{}'::bigint [] ELSE ARRAY(
+        SELECT m.role_id FROM datatable_roles.datatable_role AS m
+        WHERE m.datatable_id = p_datatable_id
+            AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+            AND EXISTS (
+                SELECT FROM unnest(m.tenants) AS t (k)
+                WHERE t.k = '*' OR t.k = 'u/' || u.username
+                    OR starts_with(t.k, 'g/') AND (
+                        SELECT true FROM datatable_roles.group_member AS gm
+                        WHERE gm.workspace = p_workspace AND gm.group_name = substr(t.k, 3)
+                            AND gm.username = u.username
+                    )
+                    OR starts_with(t.k, 'f/') AND (
+                        SELECT true FROM datatable_roles.folder_access AS fa
+                        WHERE fa.workspace = p_workspace AND fa.folder = substr(t.k, 3)
+                            AND (
+                                fa.principal = 'u/' || u.username
+                                OR starts_with(fa.principal, 'g/') AND (
+                                    SELECT true FROM datatable_roles.group_member AS gf
+                                    WHERE gf.workspace = p_workspace
+                                        AND gf.group_name = substr(fa.principal, 3)
+                                        AND gf.username = u.username
+                                )
+                            )
+                        LIMIT 1
+                    )
+            )
+    ) END
+    FROM (SELECT) AS one
+    LEFT JOIN datatable_roles.workspace_user AS u
+        ON u.workspace = p_workspace AND lower(u.email) = lower(p_viewer_email)
+$$;
+
+-- The roles of a set of catalog ids: sorted ids and names sorted bytewise.
+CREATE FUNCTION datatable_roles.roles_of(p_role_ids bigint[])
+RETURNS TABLE (ids bigint[], names text[])
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(array_agg(r.id ORDER BY r.id), '{}'),
+        coalesce(array_agg(r.name ORDER BY r.name COLLATE "C"), '{}')
+    FROM datatable_roles.catalog_role AS r
+    WHERE r.id = ANY(p_role_ids)
 $$;
 
 -- Decides without side effects (STABLE: PL/pgSQL refuses writes here).
 -- Unknown job or data table raise P0002; a refusal is returned, not raised.
 -- Few statements on purpose (each costs): one for the job and the data
--- table, one for R3/R4 (default_and_viewer_roles).
+-- table, one for the default (default_of), one for the viewer
+-- (viewer_roles_of) and one for the set (roles_of) when needed.
 CREATE FUNCTION datatable_roles.decide(
     p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean
 )
@@ -107,7 +136,9 @@ DECLARE
     dflt record;
     default_id bigint;
     default_enabled boolean;
-    viewer_keys text [];
+    viewer_name text;
+    viewer_member boolean;       -- NULL: the viewer was not looked up (R10)
+    viewer_keys text [];         -- for the trace
     viewer_ids bigint [] := '{}'::bigint [];
     ids bigint [] := '{}'::bigint [];
     names text [];
@@ -231,47 +262,60 @@ BEGIN
                 'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup');
         END IF;
     ELSE
-        -- R3/R4, with R9 and R10: default_and_viewer_roles.
-        SELECT dv.* INTO dflt
-        FROM datatable_roles.default_and_viewer_roles(h.id, h.workspace, h.default_role,
-            ident_admin, ident_keys, h.end_user_email) AS dv;
-        default_id := dflt.default_id;
-        default_enabled := dflt.default_enabled;
-        viewer_keys := dflt.viewer_keys;
-        viewer_ids := dflt.viewer_ids;
-        ids := dflt.role_ids;
-        names := dflt.role_names;
+        -- R3/R4, with R9 and R10 (default_of, viewer_roles_of, roles_of).
+        SELECT d.* INTO dflt
+        FROM datatable_roles.default_of(h.id, h.default_role, ident_admin, ident_keys) AS d;
+        default_id := dflt.id;
+        default_enabled := dflt.enabled;
+        IF dflt.held THEN
+            ids := array[dflt.id];
+            names := array[dflt.name];
+        ELSE
+            names := '{}';
+        END IF;
         IF p_trace AND h.default_role <> datatable_roles.no_default() THEN
             steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
-                'default', h.default_role, 'gives', CASE WHEN dflt.default_held THEN h.default_role END,
+                'default', h.default_role, 'gives', CASE WHEN dflt.held THEN h.default_role END,
                 'why', CASE
                     WHEN default_id IS NULL THEN 'the default is not in the role map'
                     WHEN NOT default_enabled THEN 'the default role is disabled'
                     WHEN ident_admin THEN 'the job identity is a workspace admin'
-                    WHEN dflt.default_held THEN 'the identity is named by ' || array_to_string(
-                        ARRAY(SELECT unnest(dflt.default_tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
+                    WHEN dflt.held THEN 'the identity is named by ' || array_to_string(
+                        ARRAY(SELECT unnest(dflt.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
                     ELSE 'the job identity is not a tenant of the default role' END);
         ELSIF p_trace THEN
             steps := steps || jsonb_build_object('step', 'default', 'rule', 'R4', 'default', NULL,
                 'gives', NULL, 'why', 'the data table has no default role');
         END IF;
 
-        IF p_trace AND dflt.viewer_looked_up THEN
-            steps := steps || jsonb_build_object('step', 'viewer', 'rule',
-                CASE WHEN viewer_keys IS NULL THEN 'R9' ELSE 'R3/R4' END,
-                'viewer', h.end_user_email,
-                'member', viewer_keys IS NOT NULL,
-                'why', CASE
-                    WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
-                    WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
-                    ELSE 'tenant lists naming the viewer' END,
-                'roles', coalesce((
-                    SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
-                        SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
-                        ORDER BY r.name)
-                    FROM datatable_roles.datatable_role AS m
-                    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                    WHERE m.datatable_id = h.id AND m.role_id = ANY(viewer_ids)), '[]'));
+        IF dflt.viewer_may_add THEN
+            SELECT v.username, v.ids INTO viewer_name, viewer_ids
+            FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v;
+            viewer_member := viewer_name IS NOT NULL;
+            IF viewer_member AND p_trace THEN
+                viewer_keys := datatable_roles.member_keys(h.workspace, viewer_name);
+            END IF;
+            IF viewer_ids <> '{}' THEN
+                SELECT s.ids, s.names INTO ids, names
+                FROM datatable_roles.roles_of(ids || viewer_ids) AS s;
+            END IF;
+            IF p_trace THEN
+                steps := steps || jsonb_build_object('step', 'viewer', 'rule',
+                    CASE WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END,
+                    'viewer', h.end_user_email,
+                    'member', viewer_member,
+                    'why', CASE
+                        WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
+                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace'
+                        ELSE 'tenant lists naming the viewer' END,
+                    'roles', coalesce((
+                        SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
+                            SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
+                            ORDER BY r.name)
+                        FROM datatable_roles.datatable_role AS m
+                        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                        WHERE m.datatable_id = h.id AND m.role_id = ANY(viewer_ids)), '[]'));
+            END IF;
         ELSIF p_trace THEN
             steps := steps || jsonb_build_object('step', 'viewer', 'rule', 'R10',
                 'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up');
@@ -288,11 +332,12 @@ BEGIN
                     ELSE format('the job identity %s may not use the default role %s',
                         h.permissioned_as, h.default_role) END,
                 CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
-                    WHEN viewer_keys IS NULL AND EXISTS (
+                    WHEN NOT coalesce(viewer_member, false) AND EXISTS (
                         SELECT FROM datatable_roles.workspace_user AS u
                         WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.end_user_email))
                         THEN 'no role of the map names anyone'
-                    WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
+                    WHEN NOT coalesce(viewer_member, false)
+                        THEN 'the viewer is not a member of the governing workspace'
                     ELSE 'the viewer is a tenant of no role' END);
             result.refused_hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
         END IF;
@@ -474,9 +519,11 @@ $$;
 -- with the data table, the rule, and the fix.
 --
 -- A connection naming no role, to a data table of the job's own workspace,
--- is answered in two statements: the job and the data table (R2 ends there),
--- then default_and_viewer_roles (R3, R4, R9, R10, as decide() applies them)
--- with the role's login or a set login usable as is. Everything else (a named
+-- is answered here with the pieces decide() is built of, in as few
+-- statements as each case allows: the job and the data table (R2 ends
+-- there); default_of (R10 with the default held ends there: the role's own
+-- login); viewer_roles_of and roles_of, with the login of the one role or the
+-- set login when usable as is (usable_set_login). Everything else (a named
 -- role, a migration, a reference to another workspace's data table, an
 -- unknown job or data table, a refusal) is decide()'s; a set login to make,
 -- take back or touch is ensure_set_login's.
@@ -487,9 +534,14 @@ CREATE FUNCTION public.resolve_datatable_role(
 RETURNS record
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, datatable_roles, pg_temp
+-- Generic plans: every statement here is a lookup by key, and a custom plan
+-- (which PL/pgSQL keeps choosing when the generic one is estimated dearer)
+-- is planned anew on every call, the inlined functions included.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     h record;
+    dflt record;
     c record;
     d datatable_roles.decision;
 BEGIN
@@ -505,9 +557,7 @@ BEGIN
     IF resolve_datatable_role.role IS NULL AND NOT resolve_datatable_role.for_migration THEN
         SELECT g.id, g.workspace, g.dbname, g.default_role, g.admin_login, g.admin_password,
             g.workspace = j.workspace AS own_workspace, j.is_admin, j.end_user_email,
-            CASE WHEN g.default_role <> 'admin' THEN array['*', j.permissioned_as]
-                || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
-                || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) END AS job_keys
+            j.permissioned_as, j.groups, j.folders
         INTO h
         FROM datatable_roles.job_perms AS j
         JOIN datatable_roles.datatable AS e
@@ -523,39 +573,58 @@ BEGIN
             RETURN;
         END IF;
         IF FOUND AND h.own_workspace THEN
-            -- One row, each lookup a subquery on it (so that it is computed
-            -- once): the role's password, or the set login usable as is.
-            SELECT dv.role_ids, dv.role_names,
-                CASE WHEN cardinality(dv.role_ids) = 1 THEN (
-                    SELECT r.password FROM datatable_roles.catalog_role AS r
-                    WHERE r.id = dv.role_ids[1]
-                ) END AS role_password,
-                CASE WHEN cardinality(dv.role_ids) > 1 THEN (
-                    SELECT array[f.login, f.password]
-                    FROM datatable_roles.usable_set_login(dv.role_ids) AS f
-                ) END AS set_login
-            INTO c
-            FROM datatable_roles.default_and_viewer_roles(h.id, h.workspace, h.default_role,
-                h.is_admin, h.job_keys, h.end_user_email) AS dv;
-            IF cardinality(c.role_ids) = 1 THEN
-                -- R6: the role's own login.
+            -- The identity's keys as captured at start (as decide() has them).
+            SELECT f.* INTO dflt
+            FROM (
+                SELECT array['*', h.permissioned_as]
+                    || ARRAY(SELECT 'g/' || x FROM unnest(h.groups) AS x)
+                    || ARRAY(SELECT 'f/' || x FROM unnest(h.folders) AS x) AS keys
+                OFFSET 0
+            ) AS k
+            CROSS JOIN LATERAL datatable_roles.default_of(h.id, h.default_role, h.is_admin, k.keys) AS f;
+            IF dflt.held AND NOT dflt.viewer_may_add THEN
+                -- R10 with the default held: its own login.
                 dbname := h.dbname;
-                login := c.role_names[1];
-                password := c.role_password;
-                roles := c.role_names;
+                login := dflt.name;
+                password := dflt.password;
+                roles := array[dflt.name];
                 RETURN;
-            ELSIF cardinality(c.role_ids) > 1 THEN
-                -- R7: the set login of exactly that set.
-                dbname := h.dbname;
-                roles := c.role_names;
-                IF c.set_login IS NOT NULL THEN
-                    login := c.set_login[1];
-                    password := c.set_login[2];
-                ELSE
-                    SELECT s.login, s.password INTO login, password
-                    FROM datatable_roles.ensure_set_login(c.role_ids) AS s;
+            END IF;
+            IF dflt.viewer_may_add THEN
+                -- One row; each lookup on it a subquery, computed once.
+                SELECT s.ids, s.names,
+                    CASE WHEN cardinality(s.ids) = 1 THEN (
+                        SELECT r.password FROM datatable_roles.catalog_role AS r WHERE r.id = s.ids[1]
+                    ) END AS role_password,
+                    CASE WHEN cardinality(s.ids) > 1 THEN (
+                        SELECT array[u.login, u.password]
+                        FROM datatable_roles.usable_set_login(s.ids) AS u
+                    ) END AS set_login
+                INTO c
+                FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v
+                CROSS JOIN LATERAL datatable_roles.roles_of(
+                    CASE WHEN dflt.held THEN array[dflt.id] ELSE '{}' END || v.ids
+                ) AS s;
+                IF cardinality(c.ids) = 1 THEN
+                    -- R6: the role's own login.
+                    dbname := h.dbname;
+                    login := c.names[1];
+                    password := c.role_password;
+                    roles := c.names;
+                    RETURN;
+                ELSIF cardinality(c.ids) > 1 THEN
+                    -- R7: the set login of exactly that set.
+                    dbname := h.dbname;
+                    roles := c.names;
+                    IF c.set_login IS NOT NULL THEN
+                        login := c.set_login[1];
+                        password := c.set_login[2];
+                    ELSE
+                        SELECT s.login, s.password INTO login, password
+                        FROM datatable_roles.ensure_set_login(c.ids) AS s;
+                    END IF;
+                    RETURN;
                 END IF;
-                RETURN;
             END IF;
             -- Nothing remains (R5): decide() words the refusal.
         END IF;

@@ -116,7 +116,9 @@ DECLARE
     dflt record;
     default_id bigint;
     default_enabled boolean;
-    viewer_keys text [];
+    viewer_name text;
+    viewer_member boolean;       -- NULL: the viewer was not looked up (R10)
+    viewer_keys text [];         -- for the trace
     viewer_ids bigint [] := '{}'::bigint [];
     ids bigint [] := '{}'::bigint [];
     names text [];
@@ -240,47 +242,60 @@ BEGIN
                 'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup');
         END IF;
     ELSE
-        -- R3/R4, with R9 and R10: default_and_viewer_roles.
-        SELECT dv.* INTO dflt
-        FROM datatable_roles.default_and_viewer_roles(h.id, h.workspace, h.default_role,
-            ident_admin, ident_keys, h.end_user_email) AS dv;
-        default_id := dflt.default_id;
-        default_enabled := dflt.default_enabled;
-        viewer_keys := dflt.viewer_keys;
-        viewer_ids := dflt.viewer_ids;
-        ids := dflt.role_ids;
-        names := dflt.role_names;
+        -- R3/R4, with R9 and R10 (default_of, viewer_roles_of, roles_of).
+        SELECT d.* INTO dflt
+        FROM datatable_roles.default_of(h.id, h.default_role, ident_admin, ident_keys) AS d;
+        default_id := dflt.id;
+        default_enabled := dflt.enabled;
+        IF dflt.held THEN
+            ids := array[dflt.id];
+            names := array[dflt.name];
+        ELSE
+            names := '{}';
+        END IF;
         IF p_trace AND h.default_role <> datatable_roles.no_default() THEN
             steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
-                'default', h.default_role, 'gives', CASE WHEN dflt.default_held THEN h.default_role END,
+                'default', h.default_role, 'gives', CASE WHEN dflt.held THEN h.default_role END,
                 'why', CASE
                     WHEN default_id IS NULL THEN 'the default is not in the role map'
                     WHEN NOT default_enabled THEN 'the default role is disabled'
                     WHEN ident_admin THEN 'the job identity is a workspace admin'
-                    WHEN dflt.default_held THEN 'the identity is named by ' || array_to_string(
-                        ARRAY(SELECT unnest(dflt.default_tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
+                    WHEN dflt.held THEN 'the identity is named by ' || array_to_string(
+                        ARRAY(SELECT unnest(dflt.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
                     ELSE 'the job identity is not a tenant of the default role' END);
         ELSIF p_trace THEN
             steps := steps || jsonb_build_object('step', 'default', 'rule', 'R4', 'default', NULL,
                 'gives', NULL, 'why', 'the data table has no default role');
         END IF;
 
-        IF p_trace AND dflt.viewer_looked_up THEN
-            steps := steps || jsonb_build_object('step', 'viewer', 'rule',
-                CASE WHEN viewer_keys IS NULL THEN 'R9' ELSE 'R3/R4' END,
-                'viewer', h.end_user_email,
-                'member', viewer_keys IS NOT NULL,
-                'why', CASE
-                    WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
-                    WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
-                    ELSE 'tenant lists naming the viewer' END,
-                'roles', coalesce((
-                    SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
-                        SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
-                        ORDER BY r.name)
-                    FROM datatable_roles.datatable_role AS m
-                    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                    WHERE m.datatable_id = h.id AND m.role_id = ANY(viewer_ids)), '[]'));
+        IF dflt.viewer_may_add THEN
+            SELECT v.username, v.ids INTO viewer_name, viewer_ids
+            FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v;
+            viewer_member := viewer_name IS NOT NULL;
+            IF viewer_member AND p_trace THEN
+                viewer_keys := datatable_roles.member_keys(h.workspace, viewer_name);
+            END IF;
+            IF viewer_ids <> '{}' THEN
+                SELECT s.ids, s.names INTO ids, names
+                FROM datatable_roles.roles_of(ids || viewer_ids) AS s;
+            END IF;
+            IF p_trace THEN
+                steps := steps || jsonb_build_object('step', 'viewer', 'rule',
+                    CASE WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END,
+                    'viewer', h.end_user_email,
+                    'member', viewer_member,
+                    'why', CASE
+                        WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
+                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace'
+                        ELSE 'tenant lists naming the viewer' END,
+                    'roles', coalesce((
+                        SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
+                            SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
+                            ORDER BY r.name)
+                        FROM datatable_roles.datatable_role AS m
+                        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                        WHERE m.datatable_id = h.id AND m.role_id = ANY(viewer_ids)), '[]'));
+            END IF;
         ELSIF p_trace THEN
             steps := steps || jsonb_build_object('step', 'viewer', 'rule', 'R10',
                 'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up');
@@ -297,11 +312,12 @@ BEGIN
                     ELSE format('the job identity %s may not use the default role %s',
                         h.permissioned_as, h.default_role) END,
                 CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
-                    WHEN viewer_keys IS NULL AND EXISTS (
+                    WHEN NOT coalesce(viewer_member, false) AND EXISTS (
                         SELECT FROM datatable_roles.workspace_user AS u
                         WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.end_user_email))
                         THEN 'no role of the map names anyone'
-                    WHEN viewer_keys IS NULL THEN 'the viewer is not a member of the governing workspace'
+                    WHEN NOT coalesce(viewer_member, false)
+                        THEN 'the viewer is not a member of the governing workspace'
                     ELSE 'the viewer is a tenant of no role' END);
             result.refused_hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
         END IF;
@@ -324,15 +340,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.default_and_viewer_roles(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text) RETURNS TABLE(default_id bigint, default_enabled boolean, default_tenants text[], default_held boolean, viewer_looked_up boolean, viewer_keys text[], viewer_ids bigint[], role_ids bigint[], role_names text[])
+CREATE FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) RETURNS TABLE(id bigint, name text, password text, enabled boolean, tenants text[], held boolean, viewer_may_add boolean)
     LANGUAGE sql STABLE
     AS $$
-    SELECT c.id, c.enabled, c.tenants, c.held, x.looked_up, v.keys, v.ids, s.ids, s.names
+    SELECT c.id, c.name, c.password, c.enabled, c.tenants, c.held, EXISTS (
+        SELECT FROM datatable_roles.datatable_role AS m
+        WHERE m.datatable_id = p_datatable_id AND m.tenants <> '{}'
+            AND (m.role_id IS DISTINCT FROM c.id OR NOT c.held)
+            AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+    )
     FROM (
-        SELECT d.id, d.enabled, d.tenants, coalesce(d.held, false) AS held
+        SELECT d.id, d.name, d.password, d.enabled, d.tenants, coalesce(d.held, false) AS held
         FROM (SELECT) AS one
         LEFT JOIN (
-            SELECT r.id, r.enabled, m.tenants,
+            SELECT r.id, r.name, r.password, r.enabled, m.tenants,
                 r.enabled AND (p_ident_admin OR m.tenants && p_ident_keys) AS held
             FROM datatable_roles.catalog_role AS r
             JOIN datatable_roles.datatable_role AS m
@@ -341,41 +362,9 @@ CREATE FUNCTION datatable_roles.default_and_viewer_roles(p_datatable_id bigint, 
         ) AS d ON true
         OFFSET 0
     ) AS c
-    CROSS JOIN LATERAL (
-        SELECT EXISTS (
-            SELECT FROM datatable_roles.datatable_role AS m
-            WHERE m.datatable_id = p_datatable_id AND m.tenants <> '{}'
-                AND (m.role_id IS DISTINCT FROM c.id OR NOT c.held)
-                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
-        ) AS looked_up
-        OFFSET 0
-    ) AS x
-    CROSS JOIN LATERAL (
-        SELECT k.keys, CASE WHEN k.keys IS NULL THEN '{}'::bigint [] ELSE ARRAY(
-            SELECT m.role_id FROM datatable_roles.datatable_role AS m
-            WHERE m.datatable_id = p_datatable_id AND m.tenants && k.keys
-                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
-        ) END AS ids
-        FROM (
-            SELECT (
-                SELECT mk.keys
-                FROM datatable_roles.workspace_user AS u
-                CROSS JOIN LATERAL datatable_roles.member_keys_of(p_workspace, u.username) AS mk
-                WHERE x.looked_up AND u.workspace = p_workspace
-                    AND lower(u.email) = lower(p_viewer_email)
-            ) AS keys
-            OFFSET 0
-        ) AS k
-    ) AS v
-    CROSS JOIN LATERAL (
-        SELECT coalesce(array_agg(r.id ORDER BY r.id), '{}') AS ids,
-            coalesce(array_agg(r.name ORDER BY r.name COLLATE "C"), '{}') AS names
-        FROM datatable_roles.catalog_role AS r
-        WHERE r.id = ANY(CASE WHEN c.held THEN array[c.id] ELSE '{}' END || v.ids)
-    ) AS s
 $$;
 
-ALTER FUNCTION datatable_roles.default_and_viewer_roles(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.end_sessions_of(p_login text) RETURNS integer
     LANGUAGE plpgsql
@@ -634,31 +623,26 @@ CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) R
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    RETURN (SELECT k.keys FROM datatable_roles.member_keys_of(p_workspace, p_username) AS k);
+    RETURN (
+        SELECT array['*', 'u/' || p_username] || grp.keys || coalesce((
+            SELECT array_agg(DISTINCT 'f/' || fa.folder)
+            FROM datatable_roles.folder_access AS fa
+            WHERE fa.workspace = p_workspace
+                AND fa.principal = ANY(('u/' || p_username) || grp.keys)
+        ), '{}')
+        FROM (
+            SELECT ARRAY(
+                SELECT 'g/' || gm.group_name
+                FROM datatable_roles.group_member AS gm
+                WHERE gm.workspace = p_workspace AND gm.username = p_username
+            ) AS keys
+            OFFSET 0
+        ) AS grp
+    );
 END;
 $$;
 
 ALTER FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) OWNER TO dtr_owner;
-
-CREATE FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text) RETURNS TABLE(keys text[])
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT array['*', 'u/' || p_username] || grp.keys || coalesce((
-        SELECT array_agg(DISTINCT 'f/' || fa.folder)
-        FROM datatable_roles.folder_access AS fa
-        WHERE fa.workspace = p_workspace AND fa.principal = ANY(('u/' || p_username) || grp.keys)
-    ), '{}')
-    FROM (
-        SELECT ARRAY(
-            SELECT 'g/' || gm.group_name
-            FROM datatable_roles.group_member AS gm
-            WHERE gm.workspace = p_workspace AND gm.username = p_username
-        ) AS keys
-        OFFSET 0
-    ) AS grp
-$$;
-
-ALTER FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     LANGUAGE plpgsql
@@ -878,6 +862,17 @@ $$;
 
 ALTER FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) RETURNS TABLE(ids bigint[], names text[])
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(array_agg(r.id ORDER BY r.id), '{}'),
+        coalesce(array_agg(r.name ORDER BY r.name COLLATE "C"), '{}')
+    FROM datatable_roles.catalog_role AS r
+    WHERE r.id = ANY(p_role_ids)
+$$;
+
+ALTER FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) RETURNS text
     LANGUAGE plpgsql STRICT
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1079,6 +1074,44 @@ CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
 $$;
 
 ALTER FUNCTION datatable_roles.verifier_for(p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) RETURNS TABLE(username text, ids bigint[])
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT u.username, CASE WHEN u.username IS NULL THEN '{}'::bigint [] ELSE ARRAY(
+        SELECT m.role_id FROM datatable_roles.datatable_role AS m
+        WHERE m.datatable_id = p_datatable_id
+            AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+            AND EXISTS (
+                SELECT FROM unnest(m.tenants) AS t (k)
+                WHERE t.k = '*' OR t.k = 'u/' || u.username
+                    OR starts_with(t.k, 'g/') AND (
+                        SELECT true FROM datatable_roles.group_member AS gm
+                        WHERE gm.workspace = p_workspace AND gm.group_name = substr(t.k, 3)
+                            AND gm.username = u.username
+                    )
+                    OR starts_with(t.k, 'f/') AND (
+                        SELECT true FROM datatable_roles.folder_access AS fa
+                        WHERE fa.workspace = p_workspace AND fa.folder = substr(t.k, 3)
+                            AND (
+                                fa.principal = 'u/' || u.username
+                                OR starts_with(fa.principal, 'g/') AND (
+                                    SELECT true FROM datatable_roles.group_member AS gf
+                                    WHERE gf.workspace = p_workspace
+                                        AND gf.group_name = substr(fa.principal, 3)
+                                        AND gf.username = u.username
+                                )
+                            )
+                        LIMIT 1
+                    )
+            )
+    ) END
+    FROM (SELECT) AS one
+    LEFT JOIN datatable_roles.workspace_user AS u
+        ON u.workspace = p_workspace AND lower(u.email) = lower(p_viewer_email)
+$$;
+
+ALTER FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.add_group_member(workspace text, group_name text, username text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1581,9 +1614,11 @@ ALTER FUNCTION public.rename_datatable_role(name text, new_name text) OWNER TO d
 CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false, OUT dbname text, OUT login text, OUT password text, OUT roles text[]) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     h record;
+    dflt record;
     c record;
     d datatable_roles.decision;
 BEGIN
@@ -1599,9 +1634,7 @@ BEGIN
     IF resolve_datatable_role.role IS NULL AND NOT resolve_datatable_role.for_migration THEN
         SELECT g.id, g.workspace, g.dbname, g.default_role, g.admin_login, g.admin_password,
             g.workspace = j.workspace AS own_workspace, j.is_admin, j.end_user_email,
-            CASE WHEN g.default_role <> 'admin' THEN array['*', j.permissioned_as]
-                || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
-                || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) END AS job_keys
+            j.permissioned_as, j.groups, j.folders
         INTO h
         FROM datatable_roles.job_perms AS j
         JOIN datatable_roles.datatable AS e
@@ -1617,39 +1650,58 @@ BEGIN
             RETURN;
         END IF;
         IF FOUND AND h.own_workspace THEN
-            -- One row, each lookup a subquery on it (so that it is computed
-            -- once): the role's password, or the set login usable as is.
-            SELECT dv.role_ids, dv.role_names,
-                CASE WHEN cardinality(dv.role_ids) = 1 THEN (
-                    SELECT r.password FROM datatable_roles.catalog_role AS r
-                    WHERE r.id = dv.role_ids[1]
-                ) END AS role_password,
-                CASE WHEN cardinality(dv.role_ids) > 1 THEN (
-                    SELECT array[f.login, f.password]
-                    FROM datatable_roles.usable_set_login(dv.role_ids) AS f
-                ) END AS set_login
-            INTO c
-            FROM datatable_roles.default_and_viewer_roles(h.id, h.workspace, h.default_role,
-                h.is_admin, h.job_keys, h.end_user_email) AS dv;
-            IF cardinality(c.role_ids) = 1 THEN
-                -- R6: the role's own login.
+            -- The identity's keys as captured at start (as decide() has them).
+            SELECT f.* INTO dflt
+            FROM (
+                SELECT array['*', h.permissioned_as]
+                    || ARRAY(SELECT 'g/' || x FROM unnest(h.groups) AS x)
+                    || ARRAY(SELECT 'f/' || x FROM unnest(h.folders) AS x) AS keys
+                OFFSET 0
+            ) AS k
+            CROSS JOIN LATERAL datatable_roles.default_of(h.id, h.default_role, h.is_admin, k.keys) AS f;
+            IF dflt.held AND NOT dflt.viewer_may_add THEN
+                -- R10 with the default held: its own login.
                 dbname := h.dbname;
-                login := c.role_names[1];
-                password := c.role_password;
-                roles := c.role_names;
+                login := dflt.name;
+                password := dflt.password;
+                roles := array[dflt.name];
                 RETURN;
-            ELSIF cardinality(c.role_ids) > 1 THEN
-                -- R7: the set login of exactly that set.
-                dbname := h.dbname;
-                roles := c.role_names;
-                IF c.set_login IS NOT NULL THEN
-                    login := c.set_login[1];
-                    password := c.set_login[2];
-                ELSE
-                    SELECT s.login, s.password INTO login, password
-                    FROM datatable_roles.ensure_set_login(c.role_ids) AS s;
+            END IF;
+            IF dflt.viewer_may_add THEN
+                -- One row; each lookup on it a subquery, computed once.
+                SELECT s.ids, s.names,
+                    CASE WHEN cardinality(s.ids) = 1 THEN (
+                        SELECT r.password FROM datatable_roles.catalog_role AS r WHERE r.id = s.ids[1]
+                    ) END AS role_password,
+                    CASE WHEN cardinality(s.ids) > 1 THEN (
+                        SELECT array[u.login, u.password]
+                        FROM datatable_roles.usable_set_login(s.ids) AS u
+                    ) END AS set_login
+                INTO c
+                FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v
+                CROSS JOIN LATERAL datatable_roles.roles_of(
+                    CASE WHEN dflt.held THEN array[dflt.id] ELSE '{}' END || v.ids
+                ) AS s;
+                IF cardinality(c.ids) = 1 THEN
+                    -- R6: the role's own login.
+                    dbname := h.dbname;
+                    login := c.names[1];
+                    password := c.role_password;
+                    roles := c.names;
+                    RETURN;
+                ELSIF cardinality(c.ids) > 1 THEN
+                    -- R7: the set login of exactly that set.
+                    dbname := h.dbname;
+                    roles := c.names;
+                    IF c.set_login IS NOT NULL THEN
+                        login := c.set_login[1];
+                        password := c.set_login[2];
+                    ELSE
+                        SELECT s.login, s.password INTO login, password
+                        FROM datatable_roles.ensure_set_login(c.ids) AS s;
+                    END IF;
+                    RETURN;
                 END IF;
-                RETURN;
             END IF;
             -- Nothing remains (R5): decide() words the refusal.
         END IF;
@@ -2131,7 +2183,7 @@ REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBL
 
 REVOKE ALL ON FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.default_and_viewer_roles(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC;
 
@@ -2148,8 +2200,6 @@ REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION datatable_roles.member_keys_of(p_workspace text, p_username text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
 
@@ -2171,6 +2221,8 @@ REVOKE ALL ON FUNCTION datatable_roles.require_workspace(p_workspace text) FROM 
 
 REVOKE ALL ON FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) FROM PUBLIC;
@@ -2186,6 +2238,8 @@ REVOKE ALL ON FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) FRO
 REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.add_group_member(workspace text, group_name text, username text) FROM PUBLIC;
 
