@@ -16,7 +16,7 @@ header() { printf '\n===== %s =====\n' "$*"; }
 step_sqlfluff() {
     header "sqlfluff lint (postgres dialect, config .sqlfluff)"
     local dirs=() d
-    for d in migrations tests sql; do
+    for d in python/datatable_roles/sql tests; do
         [[ -d $d ]] && dirs+=("$d")
     done
     if ((${#dirs[@]} == 0)); then
@@ -46,6 +46,12 @@ step_pg_prove() {
         echo "no pgTAP files"
         return 0
     fi
+    # Each file clones dtr_tap_template: the package's template plus pgTAP and tests/pgtap/lib.
+    "${PSQL[@]}" -q -d postgres -c 'SET client_min_messages = warning' \
+        -c 'DROP DATABASE IF EXISTS dtr_tap_template WITH (FORCE)' \
+        -c "CREATE DATABASE dtr_tap_template TEMPLATE $DTR_TEMPLATE_DB OWNER $DTR_OWNER"
+    "${PSQL[@]}" -q -d dtr_tap_template -c 'CREATE EXTENSION pgtap' \
+        -f tests/pgtap/lib/helpers.sql
     # -j1: the tests create cluster-wide roles.
     pg_prove --psql-bin "$PG_BIN/psql" --ext .sql -j1 --failures --comments \
         -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres "${files[@]}"

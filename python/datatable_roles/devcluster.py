@@ -16,8 +16,8 @@ repository (yoyo, psql, pg_dump) runs as the caller and talks to the server over
 so the repository may sit where ``postgres`` cannot read.
 
 The template ``dtr_template`` is built like any metadata database (create_metadata_database:
-CREATE DATABASE owned by dtr_owner, sql/bootstrap.sql as superuser if present, migrations as
-dtr_owner), then gets pgtap and dblink (IF NOT EXISTS) and tests/pgtap/lib/helpers.sql.
+CREATE DATABASE owned by dtr_owner, sql/bootstrap.sql as superuser, then migrate() as
+dtr_owner). Test-only additions (pgTAP and its helpers) are the test harness's business.
 """
 
 from __future__ import annotations
@@ -39,14 +39,10 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from .migrate import migrate
+from .migrate import BOOTSTRAP_SQL, SQL_DIR, migrate
 from .scram import scram_sha256_verifier
 
 PG_BIN = Path(os.environ.get("DTR_PG_BIN", "/usr/lib/postgresql/15/bin"))
-REPO = Path(__file__).resolve().parents[2]
-PGTAP_HELPERS = REPO / "tests" / "pgtap" / "lib" / "helpers.sql"
-# The superuser step an operator runs once per metadata database before the first migration.
-BOOTSTRAP_SQL = REPO / "sql" / "bootstrap.sql"
 
 SUPERUSER = "postgres"
 OWNER = "dtr_owner"
@@ -196,8 +192,7 @@ class Cluster:
         with self.connect_super() as conn:
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(dbname), sql.Identifier(self.owner)))
-        if BOOTSTRAP_SQL.exists():
-            self.psql_file(BOOTSTRAP_SQL, dbname, owner=self.owner)
+        self.psql_file(BOOTSTRAP_SQL, dbname, owner=self.owner)
         return migrate(self.owner_conninfo(dbname), migrations_dir or self.migrations_dir)
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -272,13 +267,7 @@ class Cluster:
 
     def build_template(self) -> list[str]:
         """Create the template metadata database; return the migration ids applied."""
-        applied = self.create_metadata_database(self.template)
-        with self.connect_super(self.template) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pgtap")
-            conn.execute("CREATE EXTENSION IF NOT EXISTS dblink")
-        if PGTAP_HELPERS.exists():
-            self.psql_file(PGTAP_HELPERS, self.template)
-        return applied
+        return self.create_metadata_database(self.template)
 
     def stop(self) -> None:
         """Stop the server (immediate) and remove its directory, unless kept or attached."""
@@ -422,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     run.set_defaults(func=_cmd_run)
     schema = sub.add_parser("schema", help="migrate a fresh database and dump its schema")
-    schema.add_argument("--output", default=str(REPO / "sql" / "schema.sql"))
+    schema.add_argument("--output", default=str(SQL_DIR / "schema.sql"))
     schema.set_defaults(func=_cmd_schema)
     args = parser.parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGHUP):

@@ -1,8 +1,23 @@
-"""Apply the package's yoyo migrations to a metadata database."""
+"""Install or upgrade the package in a metadata database: yoyo migrations, then functions.
+
+The SQL ships inside this Python package (``datatable_roles/sql/``, read through
+importlib.resources), so an installed wheel can migrate without the repository:
+
+- ``sql/migrations/NNNN_*.sql``: ordered and append-only (tables, types, indexes, data moves,
+  DROP FUNCTION for a changed signature);
+- ``sql/functions/*.sql``: the current text of every function, applied by the yoyo
+  post-apply hook ``sql/migrations/post-apply.py``;
+- ``sql/bootstrap.sql``: the one superuser step, before the first migration.
+
+yoyo runs post-apply hooks only when some migration was pending, so every change to a
+function file ships with a new migration (docs/operating.md, "Changing a function").
+:func:`migrate` runs the hook on every call, pending migrations or not.
+"""
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -12,13 +27,10 @@ from yoyo import get_backend, read_migrations
 # yoyo's backend for psycopg 3 (plain postgresql:// would load psycopg2).
 YOYO_SCHEME = "postgresql+psycopg"
 
-
-def default_migrations_dir() -> Path:
-    """$DTR_MIGRATIONS, else the repository's migrations/ next to python/."""
-    env = os.environ.get("DTR_MIGRATIONS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "migrations"
+SQL_DIR = Path(str(resources.files("datatable_roles").joinpath("sql")))
+MIGRATIONS_DIR = SQL_DIR / "migrations"
+FUNCTIONS_DIR = SQL_DIR / "functions"
+BOOTSTRAP_SQL = SQL_DIR / "bootstrap.sql"
 
 
 def yoyo_url(conninfo_or_url: str) -> str:
@@ -36,8 +48,9 @@ def yoyo_url(conninfo_or_url: str) -> str:
 
 
 def migrate(conninfo_or_url: str, migrations_dir: str | os.PathLike | None = None) -> list[str]:
-    """Apply every pending migration under a lock; return the ids applied, in order."""
-    path = Path(migrations_dir) if migrations_dir is not None else default_migrations_dir()
+    """Apply every pending migration, then the functions, under yoyo's lock; return the ids
+    of the migrations applied, in order."""
+    path = Path(migrations_dir) if migrations_dir is not None else MIGRATIONS_DIR
     if not path.is_dir():
         raise FileNotFoundError(f"migrations directory not found: {path}")
     migrations = read_migrations(str(path))
@@ -45,7 +58,8 @@ def migrate(conninfo_or_url: str, migrations_dir: str | os.PathLike | None = Non
     try:
         with backend.lock():
             pending = backend.to_apply(migrations)
-            backend.apply_migrations(pending)
+            backend.apply_migrations_only(pending)
+            backend.run_post_apply(migrations)
     finally:
         backend.connection.close()
     return [m.id for m in pending]

@@ -1,0 +1,1 @@
+python/datatable_roles/sql
