@@ -9,10 +9,11 @@ ALTER SCHEMA public OWNER TO pg_database_owner;
 CREATE TYPE datatable_roles.decision AS (
 	datatable_id bigint,
 	dbname text,
-	admin_login text,
-	is_admin boolean,
 	role_ids bigint[],
 	role_names text[],
+	login_kind text,
+	login text,
+	password text,
 	refused_case text,
 	refused_message text,
 	refused_hint text,
@@ -71,13 +72,10 @@ $_$;
 
 ALTER FUNCTION datatable_roles.check_tenant_key(p_key text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.clock_now() RETURNS timestamp with time zone
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+CREATE FUNCTION datatable_roles.clock_now() RETURNS SETOF timestamp with time zone
+    LANGUAGE sql STABLE ROWS 1
     AS $$
-BEGIN
-    RETURN now() + (SELECT s.clock_offset FROM datatable_roles.settings AS s);
-END;
+    SELECT now() + s.clock_offset FROM datatable_roles.settings AS s
 $$;
 
 ALTER FUNCTION datatable_roles.clock_now() OWNER TO dtr_owner;
@@ -114,14 +112,12 @@ DECLARE
     ident_keys text [];
     candidate record;
     dflt record;
-    default_id bigint;
-    default_enabled boolean;
     viewer_name text;
     viewer_member boolean;       -- NULL: the viewer was not looked up (R10)
     viewer_keys text [];         -- for the trace
     viewer_ids bigint [] := '{}'::bigint [];
+    is_admin boolean := false;   -- the result is {admin}
     ids bigint [] := '{}'::bigint [];
-    names text [];
     steps jsonb := '[]'::jsonb;
     result datatable_roles.decision;
 BEGIN
@@ -132,8 +128,8 @@ BEGIN
         array['*', j.permissioned_as]
         || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
         || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
-        d.id AS entry_id, g.id, g.workspace, g.name, g.dbname, g.admin_login, g.default_role,
-        g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
+        d.id AS entry_id, g.id, g.workspace, g.name, g.dbname, g.admin_login, g.admin_password,
+        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
     INTO h
     FROM datatable_roles.job_perms AS j
     LEFT JOIN datatable_roles.datatable AS d
@@ -152,16 +148,16 @@ BEGIN
     label := format('%s/%s', h.job_workspace, p_datatable);
     result.datatable_id := h.id;
     result.dbname := h.dbname;
-    result.admin_login := h.admin_login;
-    result.is_admin := false;
 
     -- The job identity counts in the governing workspace: its own memberships
     -- as captured at start, or, for a data table another workspace governs,
     -- its current ones there, found by email (none when not a member).
+    -- R2 needs none of it: another workspace's is looked up only when a rule
+    -- (or the trace) reads it.
     IF h.workspace = h.job_workspace THEN
         ident_admin := h.is_admin;
         ident_keys := h.job_keys;
-    ELSE
+    ELSIF p_role IS NOT NULL OR p_for_migration OR h.default_role <> 'admin' OR p_trace THEN
         SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
         WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.email);
         ident_admin := coalesce(found_user.is_admin, false);
@@ -179,15 +175,17 @@ BEGIN
 
     IF p_role IS NOT NULL THEN
         -- R1 (and R8 when a migration names a role): exactly {R}.
+        result.refused_case := 'R1';
         IF p_role = 'admin' THEN
-            IF NOT (ident_admin OR h.admin_tenants && ident_keys) THEN
-                result.refused_case := 'R1';
+            IF datatable_roles.may_use(ident_admin, ident_keys, h.admin_tenants) THEN
+                result.refused_case := NULL;
+                is_admin := true;
+            ELSE
                 result.refused_message := format(
                     'data table %s: role admin was named, and the job identity %s may not use it',
                     label, h.permissioned_as);
                 result.refused_hint := 'Name a role the identity is a tenant of, or add the identity to the tenants of admin.';
             END IF;
-            result.is_admin := result.refused_case IS NULL;
         ELSE
             SELECT r.id, r.name, r.enabled, m.tenants, m.role_id IS NOT NULL AS mapped
             INTO candidate
@@ -195,7 +193,6 @@ BEGIN
             LEFT JOIN datatable_roles.datatable_role AS m
                 ON m.role_id = r.id AND m.datatable_id = h.id
             WHERE r.name = p_role;
-            result.refused_case := 'R1';
             IF NOT FOUND OR NOT candidate.mapped THEN
                 result.refused_message := format(
                     'data table %s: role %s was named, and it is not in the data table''s role map',
@@ -205,7 +202,7 @@ BEGIN
                 result.refused_message := format(
                     'data table %s: role %s was named, and it is disabled', label, candidate.name);
                 result.refused_hint := 'Enable the role, or name another one.';
-            ELSIF NOT (ident_admin OR candidate.tenants && ident_keys) THEN
+            ELSIF NOT datatable_roles.may_use(ident_admin, ident_keys, candidate.tenants) THEN
                 result.refused_message := format(
                     'data table %s: role %s was named, and the job identity %s is not a tenant of it',
                     label, candidate.name, h.permissioned_as);
@@ -213,7 +210,6 @@ BEGIN
             ELSE
                 result.refused_case := NULL;
                 ids := array[candidate.id];
-                names := array[candidate.name];
             END IF;
         END IF;
         IF p_trace THEN
@@ -222,8 +218,8 @@ BEGIN
         END IF;
     ELSIF p_for_migration THEN
         -- R8: a migration naming no role runs as admin, when admin may serve.
-        IF h.default_role = 'admin' OR ident_admin OR h.admin_tenants && ident_keys THEN
-            result.is_admin := true;
+        IF h.default_role = 'admin' OR datatable_roles.may_use(ident_admin, ident_keys, h.admin_tenants) THEN
+            is_admin := true;
         ELSE
             result.refused_case := 'R8';
             result.refused_message := format(
@@ -232,33 +228,28 @@ BEGIN
             result.refused_hint := 'Name a role in the migration, or add the identity to the tenants of admin.';
         END IF;
         IF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'migration', 'rule', 'R8', 'admin', result.is_admin);
+            steps := steps || jsonb_build_object('step', 'migration', 'rule', 'R8', 'admin', is_admin);
         END IF;
     ELSIF h.default_role = 'admin' THEN
         -- R2: exactly as before viewer roles: no tenant check, no viewer lookup.
-        result.is_admin := true;
+        is_admin := true;
         IF p_trace THEN
             steps := steps || jsonb_build_object('step', 'default', 'rule', 'R2', 'default', 'admin',
                 'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup');
         END IF;
     ELSE
-        -- R3/R4, with R9 and R10 (default_of, viewer_roles_of, roles_of).
+        -- R3/R4, with R9 and R10 (default_of, viewer_roles_of).
         SELECT d.* INTO dflt
         FROM datatable_roles.default_of(h.id, h.default_role, ident_admin, ident_keys) AS d;
-        default_id := dflt.id;
-        default_enabled := dflt.enabled;
         IF dflt.held THEN
             ids := array[dflt.id];
-            names := array[dflt.name];
-        ELSE
-            names := '{}';
         END IF;
         IF p_trace AND h.default_role <> datatable_roles.no_default() THEN
             steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
                 'default', h.default_role, 'gives', CASE WHEN dflt.held THEN h.default_role END,
                 'why', CASE
-                    WHEN default_id IS NULL THEN 'the default is not in the role map'
-                    WHEN NOT default_enabled THEN 'the default role is disabled'
+                    WHEN dflt.id IS NULL THEN 'the default is not in the role map'
+                    WHEN NOT dflt.enabled THEN 'the default role is disabled'
                     WHEN ident_admin THEN 'the job identity is a workspace admin'
                     WHEN dflt.held THEN 'the identity is named by ' || array_to_string(
                         ARRAY(SELECT unnest(dflt.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
@@ -272,14 +263,11 @@ BEGIN
             SELECT v.username, v.ids INTO viewer_name, viewer_ids
             FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v;
             viewer_member := viewer_name IS NOT NULL;
-            IF viewer_member AND p_trace THEN
-                viewer_keys := datatable_roles.member_keys(h.workspace, viewer_name);
-            END IF;
-            IF viewer_ids <> '{}' THEN
-                SELECT s.ids, s.names INTO ids, names
-                FROM datatable_roles.roles_of(ids || viewer_ids) AS s;
-            END IF;
+            ids := ids || viewer_ids;
             IF p_trace THEN
+                IF viewer_member THEN
+                    viewer_keys := datatable_roles.member_keys(h.workspace, viewer_name);
+                END IF;
                 steps := steps || jsonb_build_object('step', 'viewer', 'rule',
                     CASE WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END,
                     'viewer', h.end_user_email,
@@ -307,7 +295,7 @@ BEGIN
             result.refused_message := format(
                 'data table %s: no role remains for this connection (%s; %s)', label,
                 CASE WHEN h.default_role = datatable_roles.no_default() THEN 'there is no default role'
-                    WHEN NOT default_enabled
+                    WHEN NOT dflt.enabled
                         THEN format('the default role %s is disabled', h.default_role)
                     ELSE format('the job identity %s may not use the default role %s',
                         h.permissioned_as, h.default_role) END,
@@ -323,12 +311,19 @@ BEGIN
         END IF;
     END IF;
 
+    -- R6/R7: the login that holds exactly the result.
     IF result.refused_case IS NULL THEN
-        IF result.is_admin THEN
+        IF is_admin THEN
+            result.role_ids := '{}';
             result.role_names := '{admin}';
+            result.login_kind := 'admin';
+            result.login := h.admin_login;
+            result.password := h.admin_password;
         ELSE
-            result.role_ids := ids;
-            result.role_names := names;
+            SELECT s.ids, s.names, l.kind, l.login, l.password
+            INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password
+            FROM datatable_roles.roles_of(ids) AS s
+            CROSS JOIN LATERAL datatable_roles.login_of_roles(s.ids) AS l;
         END IF;
     END IF;
     IF p_trace THEN
@@ -354,7 +349,7 @@ CREATE FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role
         FROM (SELECT) AS one
         LEFT JOIN (
             SELECT r.id, r.name, r.password, r.enabled, m.tenants,
-                r.enabled AND (p_ident_admin OR m.tenants && p_ident_keys) AS held
+                r.enabled AND datatable_roles.may_use(p_ident_admin, p_ident_keys, m.tenants) AS held
             FROM datatable_roles.catalog_role AS r
             JOIN datatable_roles.datatable_role AS m
                 ON m.datatable_id = p_datatable_id AND m.role_id = r.id
@@ -401,7 +396,7 @@ BEGIN
         SELECT s.login FROM datatable_roles.datatable_role_set AS s
         WHERE s.password = '' ORDER BY s.login
     LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || stray, 0));
+        PERFORM datatable_roles.lock_set_login(stray);
         IF EXISTS (
             SELECT FROM datatable_roles.datatable_role_set AS s
             JOIN pg_roles AS pr ON pr.rolname = s.login
@@ -430,59 +425,47 @@ CREATE FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login 
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
-    existing datatable_roles.datatable_role_set;
-    now_ts timestamptz := datatable_roles.clock_now();
+    now_ts timestamptz := (SELECT datatable_roles.clock_now());
+    live record;
     fresh_password text;
     names text [];
 BEGIN
     login := datatable_roles.set_login_name(p_role_ids);
-    FOR attempt IN 1..2 LOOP
-        -- One statement, one snapshot: the row's password and the login's
-        -- LOGIN as of the same committed state.
-        SELECT s.* INTO existing FROM datatable_roles.datatable_role_set AS s
-        WHERE s.login = ensure_set_login.login AND s.password <> '' AND EXISTS (
-            SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login AND pr.rolcanlogin
-        );
-        IF FOUND THEN
-            IF now_ts - existing.last_used_at
-                < (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
-                password := existing.password;
-                RETURN;
-            END IF;
-            -- The daily touch, only on the second look, under the login's
-            -- lock: a row is only ever locked after that lock, as the sweep
-            -- and retirement do. (Touching first, an UPDATE that lost its
-            -- recheck against a sweep kept the row locked and then waited
-            -- for the lock the sweep held: a deadlock.) Under the lock, a
-            -- sweep or retirement is either done (then the row says so) or
-            -- has not started.
-            IF attempt = 2 THEN
-                UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
-                WHERE s.login = ensure_set_login.login AND s.password <> ''
-                RETURNING s.password INTO password;
-                IF password IS NOT NULL THEN
-                    RETURN;
-                END IF;
-            END IF;
+    SELECT u.password INTO password FROM datatable_roles.usable_set_login(p_role_ids) AS u;
+    IF password IS NOT NULL THEN
+        RETURN;
+    END IF;
+    -- Lock the roles' catalog rows before the login's lock (the order
+    -- retirement takes them too): a role being disabled or dropped right now
+    -- is either seen here, and the resolve fails with a clear error, or waits
+    -- for this commit and then retires the login made here. Without it such a
+    -- login was made, with LOGIN, after the retirement had looked for it.
+    IF cardinality(ARRAY(
+        SELECT r.id FROM datatable_roles.catalog_role AS r
+        WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE
+    )) <> cardinality(p_role_ids) THEN
+        RAISE EXCEPTION 'a role of set login % was disabled or dropped while resolving; retry', login
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    -- Serialise makers of this login (and the sweep and retirement of it);
+    -- this second look sees what a concurrent maker committed meanwhile.
+    PERFORM datatable_roles.lock_set_login(login);
+    SELECT l.* INTO live FROM datatable_roles.live_set_login(login) AS l;
+    IF FOUND THEN
+        -- The daily touch, only under the login's lock: a row is only ever
+        -- locked after that lock, as the sweep and retirement do. (Touching
+        -- first, an UPDATE that lost its recheck against a sweep kept the row
+        -- locked and then waited for the lock the sweep held: a deadlock.)
+        -- Under the lock, a sweep or retirement is either done (then the row
+        -- says so) or has not started.
+        IF now_ts - live.last_used_at
+            >= (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
+            UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
+            WHERE s.login = ensure_set_login.login;
         END IF;
-        EXIT WHEN attempt = 2;
-        -- Lock the roles' catalog rows before the login's lock (the order
-        -- retirement takes them too): a role being disabled or dropped right
-        -- now is either seen here, and the resolve fails with a clear error,
-        -- or waits for this commit and then retires the login made here.
-        -- Without it such a login was made, with LOGIN, after the retirement
-        -- had looked for it.
-        IF cardinality(ARRAY(
-            SELECT r.id FROM datatable_roles.catalog_role AS r
-            WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE
-        )) <> cardinality(p_role_ids) THEN
-            RAISE EXCEPTION 'a role of set login % was disabled or dropped while resolving; retry', login
-                USING ERRCODE = 'serialization_failure';
-        END IF;
-        -- Serialise makers of this login (and the sweep and retirement of it);
-        -- the second look sees what a concurrent maker committed meanwhile.
-        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || login, 0));
-    END LOOP;
+        password := live.password;
+        RETURN;
+    END IF;
 
     names := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
         WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
@@ -588,6 +571,7 @@ BEGIN
         || ' public.resolve_datatable_role(uuid, text, text, boolean),'
         || ' public.explain_datatable_role(uuid, text, text),'
         || ' public.cached_result_path(uuid, text, jsonb) TO %I', p_worker);
+    INSERT INTO datatable_roles.worker_role (name) VALUES (p_worker) ON CONFLICT DO NOTHING;
 END;
 $$;
 
@@ -617,6 +601,59 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT p_last_used_at < p_cutoff OR (p_password = '' AND EXISTS (
+        SELECT FROM unnest(p_role_ids) AS i (id)
+        WHERE NOT EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.id = i.id)
+    ))
+$$;
+
+ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(password text, last_used_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT s.password, s.last_used_at
+    FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login
+        AND s.password <> ''
+        AND (SELECT pr.rolcanlogin FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = s.login)
+$$;
+
+ALTER FUNCTION datatable_roles.live_set_login(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.lock_set_login(p_login text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0))
+$$;
+
+ALTER FUNCTION datatable_roles.lock_set_login(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.login_of_roles(p_role_ids bigint[]) RETURNS TABLE(kind text, login text, password text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT 'role', r.name, r.password
+    FROM datatable_roles.catalog_role AS r
+    WHERE cardinality(p_role_ids) = 1 AND r.id = p_role_ids[1]
+    UNION ALL
+    SELECT 'set', n.login, (SELECT u.password FROM datatable_roles.usable_set_login(p_role_ids) AS u)
+    FROM datatable_roles.set_login_of(p_role_ids) AS n
+    WHERE cardinality(p_role_ids) > 1
+$$;
+
+ALTER FUNCTION datatable_roles.login_of_roles(p_role_ids bigint[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT p_ident_admin OR p_tenants && p_ident_keys
+$$;
+
+ALTER FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) RETURNS text[]
     LANGUAGE plpgsql STABLE
@@ -930,6 +967,88 @@ $$;
 
 ALTER FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT jsonb_build_object(
+        'instance_id', st.instance_id,
+        'unused_after', st.unused_after::text,
+        'touch_every', st.touch_every::text,
+        'clock_offset', st.clock_offset::text,
+        'now', c.now,
+        'datatables', coalesce((
+            SELECT jsonb_agg(CASE WHEN g.id IS NOT NULL THEN jsonb_build_object(
+                'workspace', d.workspace, 'name', d.name,
+                'reference_to', g.workspace || '/' || g.name)
+            ELSE jsonb_build_object(
+                'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
+                'admin_login', d.admin_login,
+                'default_role', nullif(d.default_role, datatable_roles.no_default()),
+                'default_is_admin', d.default_role = 'admin',
+                'roles', jsonb_build_array(jsonb_build_object(
+                    'role', 'admin', 'enabled', true, 'tenants', to_jsonb(d.admin_tenants)))
+                || coalesce((
+                    SELECT jsonb_agg(jsonb_build_object(
+                        'role', r.name, 'enabled', r.enabled, 'tenants', to_jsonb(m.tenants))
+                        ORDER BY r.name COLLATE "C")
+                    FROM datatable_roles.datatable_role AS m
+                    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                    WHERE m.datatable_id = d.id), '[]'::jsonb)) END
+                ORDER BY d.workspace, d.name)
+            FROM datatable_roles.datatable AS d
+            LEFT JOIN datatable_roles.datatable AS g ON g.id = d.governing_id), '[]'::jsonb),
+        'catalog_roles', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'id', r.id, 'name', r.name, 'enabled', r.enabled, 'created_at', r.created_at,
+                'maps', (SELECT count(*) FROM datatable_roles.datatable_role AS m
+                    WHERE m.role_id = r.id),
+                'can_login', coalesce((SELECT pr.rolcanlogin FROM pg_roles AS pr
+                    WHERE pr.rolname = r.name), false))
+                ORDER BY r.name COLLATE "C")
+            FROM datatable_roles.catalog_role AS r), '[]'::jsonb),
+        'set_logins', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'login', s.login,
+                'roles', to_jsonb(ARRAY(
+                    SELECT coalesce(r.name, '#' || i.id::text || ' (dropped)')
+                    FROM unnest(s.role_ids) AS i (id)
+                    LEFT JOIN datatable_roles.catalog_role AS r ON r.id = i.id ORDER BY 1)),
+                'created_at', s.created_at,
+                'last_used_at', s.last_used_at,
+                'idle_seconds', extract(EPOCH FROM c.now - s.last_used_at),
+                'active', s.password <> '',
+                'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login),
+                'stale', datatable_roles.is_sweepable(
+                    s.last_used_at, s.password, s.role_ids, datatable_roles.sweep_cutoff(null)))
+                ORDER BY s.last_used_at DESC, s.login)
+            FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
+    FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)
+$$;
+
+ALTER FUNCTION datatable_roles.status_report() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_candidates(p_unused_for interval DEFAULT NULL::interval) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT s.login
+    FROM datatable_roles.datatable_role_set AS s,
+        datatable_roles.sweep_cutoff(p_unused_for) AS c (cutoff)
+    WHERE datatable_roles.is_sweepable(s.last_used_at, s.password, s.role_ids, c.cutoff)
+    ORDER BY s.login
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_candidates(p_unused_for interval) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_cutoff(p_unused_for interval) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT c.now - coalesce(p_unused_for, s.unused_after)
+    FROM datatable_roles.clock_now() AS c (now), datatable_roles.settings AS s
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_cutoff(p_unused_for interval) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -937,7 +1056,7 @@ CREATE FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT r
 DECLARE
     failed text [];
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
+    PERFORM datatable_roles.lock_set_login(p_login);
     IF NOT EXISTS (
         SELECT FROM datatable_roles.datatable_role_set AS s
         WHERE s.login = p_login AND s.password = ''
@@ -977,12 +1096,10 @@ CREATE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0));
+    PERFORM datatable_roles.lock_set_login(p_login);
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
-    WHERE s.login = p_login AND (
-        s.last_used_at < p_cutoff
-        OR (s.password = '' AND NOT s.role_ids <@ ARRAY(SELECT r.id FROM datatable_roles.catalog_role AS r))
-    );
+    WHERE s.login = p_login
+        AND datatable_roles.is_sweepable(s.last_used_at, s.password, s.role_ids, p_cutoff);
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -1051,16 +1168,12 @@ ALTER FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) OWNER TO dt
 CREATE FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) RETURNS TABLE(login text, password text)
     LANGUAGE sql STABLE
     AS $$
-    SELECT s.login, s.password
-    FROM datatable_roles.datatable_role_set AS s
+    SELECT n.login, l.password
+    FROM datatable_roles.set_login_of(p_role_ids) AS n
+    CROSS JOIN LATERAL datatable_roles.live_set_login(n.login) AS l
+    CROSS JOIN datatable_roles.clock_now() AS c (now)
     WHERE cardinality(p_role_ids) > 1
-        AND s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_role_ids) AS n)
-        AND s.password <> ''
-        AND (
-            SELECT now() + st.clock_offset - s.last_used_at < st.touch_every
-            FROM datatable_roles.settings AS st
-        )
-        AND (SELECT pr.rolcanlogin FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = s.login)
+        AND c.now - l.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
 $$;
 
 ALTER FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) OWNER TO dtr_owner;
@@ -1288,7 +1401,6 @@ CREATE FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role 
     AS $$
 DECLARE
     d datatable_roles.decision;
-    login_name text;
 BEGIN
     PERFORM datatable_roles.require(explain_datatable_role.job_id, 'job_id');
     PERFORM datatable_roles.require(explain_datatable_role.datatable, 'datatable');
@@ -1301,17 +1413,12 @@ BEGIN
             'refused', jsonb_build_object('rule', d.refused_case, 'message', d.refused_message,
                 'hint', d.refused_hint));
     END IF;
-    login_name := CASE
-        WHEN d.is_admin THEN d.admin_login
-        WHEN cardinality(d.role_ids) = 1 THEN d.role_names[1]
-        ELSE datatable_roles.set_login_name(d.role_ids) END;
     RETURN jsonb_build_object(
         'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
         'role', explain_datatable_role.role, 'steps', d.steps,
-        'dbname', d.dbname, 'roles', to_jsonb(d.role_names), 'login', login_name,
-        'login_kind', CASE WHEN d.is_admin THEN 'admin'
-            WHEN cardinality(d.role_ids) = 1 THEN 'role' ELSE 'set' END,
-        'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = login_name));
+        'dbname', d.dbname, 'roles', to_jsonb(d.role_names), 'login', d.login,
+        'login_kind', d.login_kind,
+        'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = d.login));
 END;
 $$;
 
@@ -1611,125 +1718,39 @@ $$;
 
 ALTER FUNCTION public.rename_datatable_role(name text, new_name text) OWNER TO dtr_owner;
 
-CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false, OUT dbname text, OUT login text, OUT password text, OUT roles text[]) RETURNS record
+CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    h record;
-    dflt record;
-    c record;
     d datatable_roles.decision;
 BEGIN
-    IF resolve_datatable_role.job_id IS NULL THEN
-        RAISE EXCEPTION 'argument % must not be NULL', 'job_id' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF resolve_datatable_role.datatable IS NULL THEN
-        RAISE EXCEPTION 'argument % must not be NULL', 'datatable' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF resolve_datatable_role.for_migration IS NULL THEN
-        RAISE EXCEPTION 'argument % must not be NULL', 'for_migration' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF resolve_datatable_role.role IS NULL AND NOT resolve_datatable_role.for_migration THEN
-        SELECT g.id, g.workspace, g.dbname, g.default_role, g.admin_login, g.admin_password,
-            g.workspace = j.workspace AS own_workspace, j.is_admin, j.end_user_email,
-            j.permissioned_as, j.groups, j.folders
-        INTO h
-        FROM datatable_roles.job_perms AS j
-        JOIN datatable_roles.datatable AS e
-            ON e.workspace = j.workspace AND e.name = resolve_datatable_role.datatable
-        JOIN datatable_roles.datatable AS g ON g.id = coalesce(e.governing_id, e.id)
-        WHERE j.job_id = resolve_datatable_role.job_id;
-        IF FOUND AND h.default_role = 'admin' THEN
-            -- R2.
-            dbname := h.dbname;
-            login := h.admin_login;
-            password := h.admin_password;
-            roles := '{admin}';
-            RETURN;
-        END IF;
-        IF FOUND AND h.own_workspace THEN
-            -- The identity's keys as captured at start (as decide() has them).
-            SELECT f.* INTO dflt
-            FROM (
-                SELECT array['*', h.permissioned_as]
-                    || ARRAY(SELECT 'g/' || x FROM unnest(h.groups) AS x)
-                    || ARRAY(SELECT 'f/' || x FROM unnest(h.folders) AS x) AS keys
-                OFFSET 0
-            ) AS k
-            CROSS JOIN LATERAL datatable_roles.default_of(h.id, h.default_role, h.is_admin, k.keys) AS f;
-            IF dflt.held AND NOT dflt.viewer_may_add THEN
-                -- R10 with the default held: its own login.
-                dbname := h.dbname;
-                login := dflt.name;
-                password := dflt.password;
-                roles := array[dflt.name];
-                RETURN;
-            END IF;
-            IF dflt.viewer_may_add THEN
-                -- One row; each lookup on it a subquery, computed once.
-                SELECT s.ids, s.names,
-                    CASE WHEN cardinality(s.ids) = 1 THEN (
-                        SELECT r.password FROM datatable_roles.catalog_role AS r WHERE r.id = s.ids[1]
-                    ) END AS role_password,
-                    CASE WHEN cardinality(s.ids) > 1 THEN (
-                        SELECT array[u.login, u.password]
-                        FROM datatable_roles.usable_set_login(s.ids) AS u
-                    ) END AS set_login
-                INTO c
-                FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v
-                CROSS JOIN LATERAL datatable_roles.roles_of(
-                    CASE WHEN dflt.held THEN array[dflt.id] ELSE '{}' END || v.ids
-                ) AS s;
-                IF cardinality(c.ids) = 1 THEN
-                    -- R6: the role's own login.
-                    dbname := h.dbname;
-                    login := c.names[1];
-                    password := c.role_password;
-                    roles := c.names;
-                    RETURN;
-                ELSIF cardinality(c.ids) > 1 THEN
-                    -- R7: the set login of exactly that set.
-                    dbname := h.dbname;
-                    roles := c.names;
-                    IF c.set_login IS NOT NULL THEN
-                        login := c.set_login[1];
-                        password := c.set_login[2];
-                    ELSE
-                        SELECT s.login, s.password INTO login, password
-                        FROM datatable_roles.ensure_set_login(c.ids) AS s;
-                    END IF;
-                    RETURN;
-                END IF;
-            END IF;
-            -- Nothing remains (R5): decide() words the refusal.
-        END IF;
-    END IF;
-
+    PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
+    PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
+    PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
     IF d.refused_case IS NOT NULL THEN
         RAISE EXCEPTION '%', d.refused_message
             USING ERRCODE = 'insufficient_privilege', HINT = d.refused_hint,
-                  DETAIL = format('refused by rule %s', d.refused_case);
+                  DETAIL = format('refused by rule %s', d.refused_case),
+                  CONSTRAINT = d.refused_case;
     END IF;
     dbname := d.dbname;
     roles := d.role_names;
-    IF d.is_admin THEN
-        SELECT g.admin_login, g.admin_password INTO login, password
-        FROM datatable_roles.datatable AS g WHERE g.id = d.datatable_id;
-    ELSIF cardinality(d.role_ids) = 1 THEN
-        SELECT r.name, r.password INTO login, password
-        FROM datatable_roles.catalog_role AS r WHERE r.id = d.role_ids[1];
-    ELSE
+    login_kind := d.login_kind;
+    login := d.login;
+    password := d.password;
+    IF password IS NULL THEN
+        -- A set login to touch, make or take back.
         SELECT s.login, s.password INTO login, password
         FROM datatable_roles.ensure_set_login(d.role_ids) AS s;
     END IF;
 END;
 $$;
 
-ALTER FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[]) OWNER TO dtr_owner;
+ALTER FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.retire_role_set_logins_of(role text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1746,7 +1767,7 @@ BEGIN
         SELECT s.login FROM datatable_roles.datatable_role_set AS s
         WHERE s.role_ids @> array[target.id] ORDER BY s.login
     LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || retired, 0));
+        PERFORM datatable_roles.lock_set_login(retired);
         UPDATE datatable_roles.datatable_role_set AS s SET password = ''
         WHERE s.login = retired AND s.password <> '';
         was_live := FOUND;
@@ -1909,8 +1930,7 @@ CREATE PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb DEFAULT 
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    cutoff timestamptz := datatable_roles.clock_now() - coalesce(
-        unused_for, (SELECT s.unused_after FROM datatable_roles.settings AS s));
+    cutoff timestamptz := datatable_roles.sweep_cutoff(unused_for);
     victims text [];
     victim text;
     finish record;
@@ -1918,11 +1938,7 @@ DECLARE
     skipped integer := 0;
     unfinished jsonb := '[]'::jsonb;
 BEGIN
-    victims := ARRAY(
-        SELECT s.login FROM datatable_roles.datatable_role_set AS s
-        WHERE s.last_used_at < cutoff
-            OR (s.password = '' AND NOT s.role_ids <@ ARRAY(SELECT r.id FROM datatable_roles.catalog_role AS r))
-        ORDER BY s.login);
+    victims := ARRAY(SELECT datatable_roles.sweep_candidates(unused_for));
     FOREACH victim IN ARRAY victims LOOP
         IF NOT datatable_roles.sweep_take_away(victim, cutoff) THEN
             skipped := skipped + 1;
@@ -2072,11 +2088,18 @@ CREATE TABLE datatable_roles.settings (
     unused_after interval DEFAULT '30 days'::interval NOT NULL,
     scram_iterations integer DEFAULT 16 NOT NULL,
     link_host text DEFAULT '127.0.0.1'::text NOT NULL,
+    functions_sha256 text,
     CONSTRAINT settings_scram_iterations_check CHECK (((scram_iterations >= 1) AND (scram_iterations <= 100000))),
     CONSTRAINT settings_singleton_check CHECK (singleton)
 );
 
 ALTER TABLE datatable_roles.settings OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.worker_role (
+    name text NOT NULL
+);
+
+ALTER TABLE datatable_roles.worker_role OWNER TO dtr_owner;
 
 CREATE TABLE datatable_roles.workspace (
     name text NOT NULL
@@ -2125,6 +2148,9 @@ ALTER TABLE ONLY datatable_roles.link_credential
 
 ALTER TABLE ONLY datatable_roles.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (singleton);
+
+ALTER TABLE ONLY datatable_roles.worker_role
+    ADD CONSTRAINT worker_role_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY datatable_roles.workspace
     ADD CONSTRAINT workspace_pkey PRIMARY KEY (name);
@@ -2199,6 +2225,16 @@ REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.live_set_login(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.lock_set_login(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.login_of_roles(p_role_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
@@ -2228,6 +2264,12 @@ REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterati
 REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.status_report() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_candidates(p_unused_for interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_cutoff(p_unused_for interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) FROM PUBLIC;
 
@@ -2269,7 +2311,7 @@ REVOKE ALL ON FUNCTION public.remove_workspace_user(workspace text, username tex
 
 REVOKE ALL ON FUNCTION public.rename_datatable_role(name text, new_name text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.retire_role_set_logins_of(role text) FROM PUBLIC;
 

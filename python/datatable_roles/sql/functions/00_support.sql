@@ -1,0 +1,182 @@
+-- Shared helpers: argument checks, the package clock, passwords and SCRAM
+-- verifiers, set login names, and the fault points of the crash tests.
+-- Owned by the package owner; nothing here is executable by anyone else.
+
+-- The no-default marker (R12): deliberately not a valid role name.
+CREATE OR REPLACE FUNCTION datatable_roles.no_default() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN '*none*';
+
+-- Time as the package sees it: now() plus the injected offset of the tests
+-- (settings.clock_offset, 0 in production). The one clock every path reads.
+-- A one-row SQL function without a SET clause, so that the planner inlines it
+-- into the query that reads it: `FROM datatable_roles.clock_now() AS c (now)`,
+-- or `(SELECT datatable_roles.clock_now())` as a value.
+CREATE OR REPLACE FUNCTION datatable_roles.clock_now()
+RETURNS SETOF timestamptz
+LANGUAGE sql STABLE ROWS 1
+AS $$
+    SELECT now() + s.clock_offset FROM datatable_roles.settings AS s
+$$;
+
+-- Raise 22004 when a required argument is NULL.
+CREATE OR REPLACE FUNCTION datatable_roles.require(p_value anyelement, p_argument text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF p_value IS NULL THEN
+        RAISE EXCEPTION 'argument % must not be NULL', p_argument
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+END;
+$$;
+
+-- Names of workspaces, users, groups, folders and data tables: 1 to 255
+-- ASCII letters, digits, '_', '-' and '.', not starting with '.' (22023).
+CREATE OR REPLACE FUNCTION datatable_roles.check_name(p_kind text, p_value text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_value, p_kind);
+    IF p_value !~ '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+        RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(p_value)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use 1 to 255 ASCII letters, digits, ''_'', ''-'' or ''.'' (not first).';
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.check_email(p_email text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_email, 'email');
+    IF octet_length(p_email) > 320 OR p_email !~ '^[^[:space:]@]+@[^[:space:]@]+$' THEN
+        RAISE EXCEPTION 'invalid email %', quote_literal(left(p_email, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END;
+$$;
+
+-- Tenant keys (SPEC section 3): u/<user>, g/<group>, f/<folder> or '*'.
+-- Anything else is rejected when written, never ignored.
+CREATE OR REPLACE FUNCTION datatable_roles.check_tenant_key(p_key text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF p_key IS NULL THEN
+        RAISE EXCEPTION 'a tenant key must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_key <> '*' AND p_key !~ '^[ugf]/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+        RAISE EXCEPTION 'invalid tenant key %', quote_literal(left(p_key, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A tenant key is u/<username>, g/<group>, f/<folder> or *.';
+    END IF;
+END;
+$$;
+
+-- 64 hex digits from two random UUIDs: 244 bits from pg_strong_random.
+CREATE OR REPLACE FUNCTION datatable_roles.new_password() RETURNS text
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
+$$;
+
+-- HMAC-SHA-256 (RFC 2104) over the core sha256(), so no extension is needed.
+CREATE OR REPLACE FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea)
+RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE STRICT
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    k bytea := p_key;
+    inner_key bytea;
+    outer_key bytea;
+BEGIN
+    IF length(k) > 64 THEN
+        k := sha256(k);
+    END IF;
+    k := k || decode(repeat('00', 64 - length(k)), 'hex');
+    inner_key := k;
+    outer_key := k;
+    FOR i IN 0..63 LOOP
+        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
+        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
+    END LOOP;
+    RETURN sha256(outer_key || sha256(inner_key || p_message));
+END;
+$$;
+
+-- A SCRAM-SHA-256 verifier (RFC 5802/7677) for p_password, computed here so
+-- that the plaintext never appears in statement text. Generated passwords
+-- carry over 128 random bits, so a low iteration count loses nothing and
+-- makes every connection cheaper (settings.scram_iterations).
+CREATE OR REPLACE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer)
+RETURNS text
+LANGUAGE plpgsql VOLATILE STRICT
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    secret bytea := convert_to(p_password, 'UTF8');
+    salt bytea := decode(replace(gen_random_uuid()::text, '-', ''), 'hex');
+    u bytea;
+    salted bytea;
+BEGIN
+    u := datatable_roles.hmac_sha256(secret, salt || '\x00000001'::bytea);
+    salted := u;
+    FOR i IN 2..p_iterations LOOP
+        u := datatable_roles.hmac_sha256(secret, u);
+        FOR j IN 0..31 LOOP
+            salted := set_byte(salted, j, get_byte(salted, j) # get_byte(u, j));
+        END LOOP;
+    END LOOP;
+    RETURN format(
+        'SCRAM-SHA-256$%s:%s$%s:%s',
+        p_iterations,
+        encode(salt, 'base64'),
+        encode(sha256(datatable_roles.hmac_sha256(salted, convert_to('Client Key', 'UTF8'))), 'base64'),
+        encode(datatable_roles.hmac_sha256(salted, convert_to('Server Key', 'UTF8')), 'base64')
+    );
+END;
+$$;
+
+-- The verifier of a new password, at this instance's iteration count.
+CREATE OR REPLACE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT datatable_roles.scram_verifier(p_password, s.scram_iterations)
+    FROM datatable_roles.settings AS s
+$$;
+
+-- A fault point the crash tests arm in their own session:
+--   SET datatable_roles.fault = '<point>'; SET datatable_roles.fault_action = 'error' | 'wait'
+-- 'wait' blocks on an advisory lock the test holds, so that it can terminate
+-- this backend exactly here. Unarmed, it costs one setting lookup.
+CREATE OR REPLACE FUNCTION datatable_roles.fault_point(p_point text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF current_setting('datatable_roles.fault', true) IS DISTINCT FROM p_point THEN
+        RETURN;
+    END IF;
+    IF current_setting('datatable_roles.fault_action', true) = 'wait' THEN
+        PERFORM pg_advisory_lock(hashtextextended('datatable_roles.fault', 0));
+        PERFORM pg_advisory_unlock(hashtextextended('datatable_roles.fault', 0));
+    ELSE
+        RAISE EXCEPTION 'fault injected at %', p_point USING ERRCODE = 'internal_error';
+    END IF;
+END;
+$$;

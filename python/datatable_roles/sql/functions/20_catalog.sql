@@ -1,0 +1,279 @@
+-- The role catalog: each catalog role is a real login, named like the role,
+-- with a generated password set as a SCRAM verifier.
+
+-- Exactly SPEC section 8: non-empty, at most 63 bytes, ASCII letters, digits,
+-- '_' and '-', and not (case-insensitively) admin, postgres, public or a name
+-- under pg_, wm_set_, windmill_ or custom_instance_. Raises 22023 (22004 on NULL).
+CREATE OR REPLACE FUNCTION public.validate_role_name(name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    folded text := lower(validate_role_name.name);
+BEGIN
+    PERFORM datatable_roles.require(validate_role_name.name, 'name');
+    IF validate_role_name.name = '' THEN
+        RAISE EXCEPTION 'a role name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF octet_length(validate_role_name.name) > 63 THEN
+        RAISE EXCEPTION 'role name % is longer than 63 bytes', quote_literal(left(validate_role_name.name, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF validate_role_name.name !~ '^[A-Za-z0-9_-]+$' THEN
+        RAISE EXCEPTION 'role name % has a character other than ASCII letters, digits, _ and -',
+            quote_literal(validate_role_name.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF folded IN ('admin', 'postgres', 'public')
+        OR starts_with(folded, 'pg_')
+        OR starts_with(folded, 'wm_set_')
+        OR starts_with(folded, 'windmill_')
+        OR starts_with(folded, 'custom_instance_') THEN
+        RAISE EXCEPTION 'role name % is reserved', quote_literal(validate_role_name.name)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'admin, postgres, public and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
+    END IF;
+END;
+$$;
+
+-- The catalog row of a role, or P0002.
+CREATE OR REPLACE FUNCTION datatable_roles.require_role(p_name text)
+RETURNS datatable_roles.catalog_role
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    found_role datatable_roles.catalog_role;
+BEGIN
+    PERFORM datatable_roles.require(p_name, 'role');
+    SELECT r.* INTO found_role FROM datatable_roles.catalog_role AS r WHERE r.name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'data table role % does not exist', quote_literal(left(p_name, 80))
+            USING ERRCODE = 'no_data_found', HINT = 'Create it with create_datatable_role.';
+    END IF;
+    RETURN found_role;
+END;
+$$;
+
+-- A catalog role has CONNECT on exactly the data table databases where it is
+-- in a role map and enabled. Only registered data table databases are touched.
+CREATE OR REPLACE FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    role_name text;
+    role_oid oid;
+    db record;
+BEGIN
+    SELECT r.name INTO role_name FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id;
+    SELECT pr.oid INTO role_oid FROM pg_roles AS pr WHERE pr.rolname = role_name;
+    IF role_oid IS NULL THEN
+        RETURN;
+    END IF;
+    FOR db IN
+        SELECT
+            d.dbname,
+            bool_or(m.role_id IS NOT NULL AND r.enabled) AS wanted,
+            EXISTS (
+                SELECT FROM pg_database AS pd, aclexplode(pd.datacl) AS acl
+                WHERE pd.datname = d.dbname AND acl.grantee = role_oid
+                    AND acl.privilege_type = 'CONNECT'
+            ) AS held
+        FROM datatable_roles.datatable AS d
+        LEFT JOIN datatable_roles.datatable_role AS m
+            ON m.datatable_id = d.id AND m.role_id = p_role_id
+        LEFT JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+        WHERE d.dbname IS NOT NULL
+        GROUP BY d.dbname
+    LOOP
+        IF db.wanted AND NOT db.held THEN
+            EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', db.dbname, role_name);
+        ELSIF NOT db.wanted AND db.held THEN
+            EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM %I', db.dbname, role_name);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+-- Ends every session of a login (NOLOGIN and DROP ROLE disconnect nobody).
+-- A loop, not one query: the terminate call must only ever see the pids
+-- already chosen.
+CREATE OR REPLACE FUNCTION datatable_roles.end_sessions_of(p_login text)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    login_oid oid := (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login);
+    session_pid integer;
+    n integer := 0;
+BEGIN
+    FOR session_pid IN
+        SELECT a.pid FROM pg_stat_activity AS a
+        WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
+    LOOP
+        IF pg_terminate_backend(session_pid) THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+-- Returns the new role's catalog id.
+CREATE OR REPLACE FUNCTION public.create_datatable_role(name text)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    role_name text := create_datatable_role.name;
+    new_password text := datatable_roles.new_password();
+    new_id bigint;
+BEGIN
+    PERFORM public.validate_role_name(role_name);
+    IF EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE lower(r.name) = lower(role_name)) THEN
+        RAISE EXCEPTION 'data table role % already exists', quote_literal(role_name)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = role_name) THEN
+        RAISE EXCEPTION 'a PostgreSQL role named % already exists in this cluster', quote_literal(role_name)
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Role names are cluster-wide; choose another name.';
+    END IF;
+    INSERT INTO datatable_roles.catalog_role (name, password)
+    VALUES (role_name, new_password)
+    RETURNING id INTO new_id;
+    -- The owner is made a member so that it may later move and drop what the
+    -- role owns (REASSIGN OWNED needs the privileges of both roles).
+    BEGIN
+        EXECUTE format(
+            'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L ROLE %I',
+            role_name, datatable_roles.verifier_for(new_password), current_user
+        );
+    EXCEPTION WHEN reserved_name THEN
+        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    RETURN new_id;
+END;
+$$;
+
+-- Renames the role and its login; its catalog id, password, memberships and
+-- set logins stay (set login names hash ids, not names). Policies that name
+-- the role as text do not follow: see docs/policies.md.
+CREATE OR REPLACE FUNCTION public.rename_datatable_role(name text, new_name text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    old_role datatable_roles.catalog_role := datatable_roles.require_role(rename_datatable_role.name);
+BEGIN
+    PERFORM public.validate_role_name(new_name);
+    IF new_name = old_role.name THEN
+        RETURN;
+    END IF;
+    IF EXISTS (
+        SELECT FROM datatable_roles.catalog_role AS r
+        WHERE lower(r.name) = lower(new_name) AND r.id <> old_role.id
+    ) OR EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = new_name) THEN
+        RAISE EXCEPTION 'a role named % already exists', quote_literal(new_name)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    UPDATE datatable_roles.catalog_role AS r SET name = new_name WHERE r.id = old_role.id;
+    UPDATE datatable_roles.datatable AS d SET default_role = new_name
+    WHERE d.default_role = old_role.name;
+    BEGIN
+        EXECUTE format('ALTER ROLE %I RENAME TO %I', old_role.name, new_name);
+    EXCEPTION WHEN reserved_name THEN
+        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(new_name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+END;
+$$;
+
+-- Disabling makes the role's login NOLOGIN, ends its sessions, takes CONNECT
+-- away and retires every set login holding it. Enabling gives the login a
+-- fresh password and LOGIN back.
+CREATE OR REPLACE FUNCTION public.set_datatable_role_enabled(name text, enabled boolean)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(set_datatable_role_enabled.name);
+    new_password text := datatable_roles.new_password();
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_role_enabled.enabled, 'enabled');
+    IF set_datatable_role_enabled.enabled = target.enabled THEN
+        RETURN;
+    END IF;
+    IF set_datatable_role_enabled.enabled THEN
+        UPDATE datatable_roles.catalog_role AS r SET enabled = true, password = new_password
+        WHERE r.id = target.id;
+        EXECUTE format('ALTER ROLE %I WITH LOGIN PASSWORD %L',
+            target.name, datatable_roles.verifier_for(new_password));
+    ELSE
+        UPDATE datatable_roles.catalog_role AS r SET enabled = false WHERE r.id = target.id;
+        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', target.name);
+        PERFORM public.retire_role_set_logins_of(target.name);
+        PERFORM datatable_roles.end_sessions_of(target.name);
+    END IF;
+    PERFORM datatable_roles.sync_connect_grants(target.id);
+END;
+$$;
+
+-- Retires every set login holding the role: its row loses the password and
+-- the login loses LOGIN in the same transaction, then its sessions end. The
+-- next resolve of such a set takes the login back with a new password.
+-- Returns how many set logins were retired (had a password or LOGIN).
+--
+-- Locks, in the order every path takes them (catalog role row, then the
+-- per-login advisory lock, then the set row): the catalog row first, so that
+-- a resolve making or taking back a login of a set holding this role (it
+-- holds the role's row FOR SHARE) finishes first and its login is seen and
+-- retired here, not missed; then each login's lock, so that no resolve is
+-- re-keying it (concurrent ALTER ROLE) while it is retired. Rows whose
+-- password is already empty are looked at too: such a login may have been
+-- given LOGIN again by a resolve that committed meanwhile.
+CREATE OR REPLACE FUNCTION public.retire_role_set_logins_of(role text)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(retire_role_set_logins_of.role);
+    retired text;
+    was_live boolean;
+    n integer := 0;
+BEGIN
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
+    FOR retired IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[target.id] ORDER BY s.login
+    LOOP
+        PERFORM datatable_roles.lock_set_login(retired);
+        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
+        WHERE s.login = retired AND s.password <> '';
+        was_live := FOUND;
+        PERFORM datatable_roles.fault_point('retire:after_row');
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
+            EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
+            was_live := true;
+        END IF;
+        PERFORM datatable_roles.end_sessions_of(retired);
+        -- Until this transaction commits the login can still log in; whoever
+        -- does so now is ended by the next sweep (end_stray_sessions).
+        PERFORM datatable_roles.fault_point('retire:after_end_sessions');
+        IF was_live THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
+$$;
