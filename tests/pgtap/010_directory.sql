@@ -6,32 +6,6 @@
 
 SELECT plan(175);
 
--- A refused call: the SQLSTATE, and the package's state is as before.
-CREATE FUNCTION pg_temp.refused(p_sql text, p_sqlstate text, p_description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    before text := tap.state();
-BEGIN
-    RETURN NEXT throws_ok(p_sql, p_sqlstate::char(5), NULL, p_description);
-    RETURN NEXT is(tap.state(), before, p_description || ': nothing changed');
-END;
-$$;
-
--- A call that succeeds and changes nothing (an idempotent add).
-CREATE FUNCTION pg_temp.no_op(p_sql text, p_description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    before text := tap.state();
-BEGIN
-    RETURN NEXT lives_ok(p_sql, p_description);
-    RETURN NEXT is(tap.state(), before, p_description || ': nothing changed');
-END;
-$$;
-
 ------------------------------------------------------------------------------
 -- add_workspace
 ------------------------------------------------------------------------------
@@ -41,7 +15,7 @@ SELECT results_eq(
     ARRAY['ws'],
     'the workspace is stored'
 );
-SELECT pg_temp.no_op($$SELECT add_workspace('ws')$$, 'add_workspace of an existing workspace');
+SELECT tap.no_op($$SELECT add_workspace('ws')$$, 'add_workspace of an existing workspace');
 SELECT lives_ok(
     format(
         'SELECT add_workspace(%L), add_workspace(%L), add_workspace(%L)',
@@ -53,7 +27,7 @@ SELECT lives_ok(
 );
 
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format('SELECT add_workspace(%L)', n), '22023',
         format('add_workspace(%s) is refused as an invalid name', to_jsonb(n))
     )
@@ -61,7 +35,7 @@ FROM unnest(ARRAY[
     '', ' ', 'a b', '.hidden', 'ws/x', 'w''s', 'wś', repeat('w', 256),
     'x''; DROP ROLE dtr_owner; --', 'ws' || chr(10), chr(10) || 'ws'
 ]) AS n;
-SELECT pg_temp.refused($$SELECT add_workspace(NULL)$$, '22004', 'add_workspace(NULL) is refused');
+SELECT tap.refused($$SELECT add_workspace(NULL)$$, '22004', 'add_workspace(NULL) is refused');
 
 ------------------------------------------------------------------------------
 -- add_workspace_user
@@ -75,7 +49,7 @@ SELECT results_eq(
     $$VALUES ('alice'::text, 'alice@x.io'::text, false)$$,
     'the user is stored, not an admin by default'
 );
-SELECT pg_temp.no_op(
+SELECT tap.no_op(
     $$SELECT add_workspace_user('ws', 'alice', 'alice@x.io')$$,
     'add_workspace_user of the same user again'
 );
@@ -108,15 +82,15 @@ BEGIN
 END $$;
 
 -- Email uniqueness is per workspace and case-insensitive.
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_workspace_user('ws', 'carol', 'alice@x.io')$$, '23505',
     'a new user with the email of another user of the workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_workspace_user('ws', 'carol', 'ALICE@X.IO')$$, '23505',
     'the email check ignores case'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_workspace_user('ws', 'bob', 'alice@x.io')$$, '23505',
     'an existing user cannot take the email of another user'
 );
@@ -138,18 +112,18 @@ SELECT is(
     'alice@x.io belongs to one user in each of the two workspaces'
 );
 
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_workspace_user('nowhere', 'dave', 'dave@x.io')$$, 'P0002',
     'add_workspace_user in an unknown workspace is refused'
 );
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format('SELECT add_workspace_user(%L, %L, %L)', 'ws', u, 'dave@x.io'), '22023',
         format('add_workspace_user with username %s is refused', quote_literal(u))
     )
 FROM unnest(ARRAY['', 'da ve', 'u/dave', '.dave', 'dave''; --', repeat('d', 256)]) AS u;
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format('SELECT add_workspace_user(%L, %L, %L)', 'ws', 'dave', e), '22023',
         format('add_workspace_user with email %s is refused', quote_literal(e))
     )
@@ -157,15 +131,15 @@ FROM
     unnest(
         ARRAY['', 'dave', 'dave@', '@x.io', 'da ve@x.io', 'dave@x@y', repeat('d', 320) || '@x.io']
     ) AS e;
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_workspace_user('ws', 'dave', NULL)$$, '22004',
     'add_workspace_user with a NULL email is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_workspace_user('ws', NULL, 'dave@x.io')$$, '22004',
     'add_workspace_user with a NULL username is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_workspace_user('ws', 'dave', 'dave@x.io', NULL)$$, '22004',
     'add_workspace_user with a NULL admin flag is refused'
 );
@@ -177,7 +151,7 @@ SELECT lives_ok(
     $$SELECT add_group_member('ws', 'emea', 'alice')$$,
     'add_group_member adds a member'
 );
-SELECT pg_temp.no_op(
+SELECT tap.no_op(
     $$SELECT add_group_member('ws', 'emea', 'alice')$$,
     'add_group_member of an existing member'
 );
@@ -193,23 +167,23 @@ SELECT results_eq(
     $$VALUES ('emea'::text, 'alice'::text), ('emea', 'bob'), ('ops', 'alice')$$,
     'the groups of the workspace'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_group_member('ws', 'emea', 'nobody')$$, 'P0002',
     'add_group_member of a user who is not a member of the workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_group_member('ws', 'emea', 'zed')$$, 'P0002',
     'add_group_member of a user of another workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_group_member('nowhere', 'emea', 'alice')$$, 'P0002',
     'add_group_member in an unknown workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_group_member('ws', 'em ea', 'alice')$$, '22023',
     'add_group_member with an invalid group name is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT add_group_member('ws', NULL, 'alice')$$, '22004',
     'add_group_member with a NULL group is refused'
 );
@@ -226,15 +200,15 @@ SELECT is(
     0,
     'bob is no longer in emea'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_group_member('ws', 'emea', 'bob')$$, 'P0002',
     'removing a member who is not in the group is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_group_member('ws', 'emea', 'nobody')$$, 'P0002',
     'remove_group_member of an unknown user is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_group_member('nowhere', 'emea', 'alice')$$, 'P0002',
     'remove_group_member in an unknown workspace is refused'
 );
@@ -254,7 +228,7 @@ SELECT lives_ok(
     $$SELECT set_folder_access('ws', 'mine', 'u/alice', 'owner')$$,
     'set_folder_access makes a user owner'
 );
-SELECT pg_temp.no_op(
+SELECT tap.no_op(
     $$SELECT set_folder_access('ws', 'reports', 'u/alice', 'read')$$,
     'set_folder_access with the same grant again'
 );
@@ -292,12 +266,12 @@ SELECT is(
     0,
     'access none deletes the row'
 );
-SELECT pg_temp.no_op(
+SELECT tap.no_op(
     $$SELECT set_folder_access('ws', 'mine', 'u/alice', 'none')$$,
     'set_folder_access none where there is no grant'
 );
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format('SELECT set_folder_access(%L, %L, %L, %L)', 'ws', 'reports', p, 'read'), '22023',
         format('set_folder_access with principal %s is refused', quote_literal(p))
     )
@@ -306,28 +280,28 @@ FROM
         ARRAY['alice', 'x/alice', 'f/reports', '*', 'U/alice', '', 'g/', 'g/o ps', 'g/ops''; --']
     ) AS p;
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format('SELECT set_folder_access(%L, %L, %L, %L)', 'ws', 'reports', 'u/alice', a), '22023',
         format('set_folder_access with access %s is refused', quote_literal(a))
     )
 FROM unnest(ARRAY['', 'admin', 'READ', 'read ', 'all']) AS a;
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_folder_access('ws', 'rep orts', 'u/alice', 'read')$$, '22023',
     'set_folder_access with an invalid folder name is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_folder_access('ws', 'reports', 'u/nobody', 'read')$$, 'P0002',
     'set_folder_access to a user who is not a member of the workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_folder_access('nowhere', 'reports', 'u/alice', 'read')$$, 'P0002',
     'set_folder_access in an unknown workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_folder_access('ws', 'reports', NULL, 'read')$$, '22004',
     'set_folder_access with a NULL principal is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_folder_access('ws', 'reports', 'u/alice', NULL)$$, '22004',
     'set_folder_access with a NULL access is refused'
 );
@@ -392,25 +366,17 @@ SELECT results_eq(
     'her folder grants are gone, other grants stay'
 );
 SELECT is(
-    (
-        SELECT m.tenants FROM datatable_roles.datatable_role AS m
-        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-        WHERE d.workspace = 'ws' AND d.name = 'main'
-    ),
+    tap.tenants('ws', 'main', 't10_r'),
     '{g/emea,u/alice2}'::text[],
     'u/alice is gone from the role tenants, u/alice2 stays'
 );
 SELECT is(
-    (SELECT admin_tenants FROM datatable_roles.datatable WHERE workspace = 'ws' AND name = 'main'),
+    tap.tenants('ws', 'main', 'admin'),
     '{u/bob}'::text[],
     'u/alice is gone from the admin tenants'
 );
 SELECT is(
-    (
-        SELECT m.tenants FROM datatable_roles.datatable_role AS m
-        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-        WHERE d.workspace = 'other' AND d.name = 'main'
-    ),
+    tap.tenants('other', 'main', 't10_r'),
     '{u/alice}'::text[],
     'the other workspace keeps its u/alice tenant key'
 );
@@ -443,11 +409,7 @@ SELECT is(
     'added again, she has none of her old groups or folders'
 );
 SELECT is(
-    (
-        SELECT m.tenants FROM datatable_roles.datatable_role AS m
-        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-        WHERE d.workspace = 'ws' AND d.name = 'main'
-    ),
+    tap.tenants('ws', 'main', 't10_r'),
     '{g/emea,u/alice2}'::text[],
     'nor her old tenant keys'
 );
@@ -462,19 +424,19 @@ SELECT
         tap.state(), :'before', 'a rolled back removal leaves user, grants and tenant keys in place'
     );
 
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_workspace_user('ws', 'nobody')$$, 'P0002',
     'removing a user who is not a member is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_workspace_user('ws', 'zed')$$, 'P0002',
     'removing a user of another workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_workspace_user('nowhere', 'alice')$$, 'P0002',
     'remove_workspace_user in an unknown workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_workspace_user('ws', NULL)$$, '22004',
     'remove_workspace_user with a NULL username is refused'
 );

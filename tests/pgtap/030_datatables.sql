@@ -5,51 +5,6 @@
 
 SELECT plan(243);
 
--- A refused call: the SQLSTATE, and the package's state is as before.
-CREATE FUNCTION pg_temp.refused(p_sql text, p_sqlstate text, p_description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    before text := tap.state();
-BEGIN
-    RETURN NEXT throws_ok(p_sql, p_sqlstate::char(5), NULL, p_description);
-    RETURN NEXT is(tap.state(), before, p_description || ': nothing changed');
-END;
-$$;
-
--- The grantees holding CONNECT on a database ('PUBLIC' for public), sorted.
--- A NULL datacl is the default ACL, which gives PUBLIC CONNECT.
-CREATE FUNCTION pg_temp.connect_holders(p_dbname text) RETURNS text[]
-LANGUAGE sql STABLE
-AS $$
-    SELECT ARRAY(
-        SELECT CASE WHEN acl.grantee = 0 THEN 'PUBLIC' ELSE acl.grantee::regrole::text END
-        FROM pg_database AS pd,
-            aclexplode(coalesce(pd.datacl, acldefault('d', pd.datdba))) AS acl
-        WHERE pd.datname = p_dbname AND acl.privilege_type = 'CONNECT'
-        ORDER BY 1
-    )
-$$;
-
--- The tenants of a role in the map of workspace/datatable (NULL: not in the map).
-CREATE FUNCTION pg_temp.tenants(p_workspace text, p_datatable text, p_role text) RETURNS text[]
-LANGUAGE sql STABLE
-AS $$
-    SELECT m.tenants
-    FROM datatable_roles.datatable_role AS m
-    JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-    WHERE d.workspace = p_workspace AND d.name = p_datatable AND r.name = p_role
-$$;
-
-CREATE FUNCTION pg_temp.default_of(p_workspace text, p_datatable text) RETURNS text
-LANGUAGE sql STABLE
-AS $$
-    SELECT d.default_role FROM datatable_roles.datatable AS d
-    WHERE d.workspace = p_workspace AND d.name = p_datatable
-$$;
-
 SELECT tap.new_datatable_db('t30_dt', 't30_admin') AS admin_pw \gset
 SELECT tap.new_datatable_db('t30_dt2', 't30_admin2') AS admin2_pw \gset
 DO $$
@@ -76,7 +31,7 @@ END $$;
 -- register_datatable
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{PUBLIC,t30_admin}',
+    tap.connect_holders('t30_dt'), '{PUBLIC,t30_admin}',
     'before registration, PUBLIC may connect to the database'
 );
 SELECT register_datatable('ws', 'main', 't30_dt', 't30_admin', :'admin_pw') AS main_id \gset
@@ -95,7 +50,7 @@ SELECT results_eq(
     'register_datatable stores the data table with default role admin and returns its id'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_admin}',
+    tap.connect_holders('t30_dt'), '{t30_admin}',
     'CONNECT is revoked from PUBLIC on its database; the admin login keeps it'
 );
 SELECT is(
@@ -117,73 +72,73 @@ SELECT lives_ok(
     'another workspace may have a data table of the same name'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt2'), '{t30_admin2}',
+    tap.connect_holders('t30_dt2'), '{t30_admin2}',
     'its database too is closed to PUBLIC'
 );
 
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format(
         $$SELECT register_datatable('nowhere', 'main', 't30_dt', 't30_admin', %L)$$, :'admin_pw'
     ),
     'P0002',
     'register_datatable in an unknown workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'x', 't30_nodb', 't30_admin', %L)$$, :'admin_pw'),
     'P0002',
     'register_datatable of an unknown database is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'x', 't30_dt', 't30_nologin', %L)$$, :'admin_pw'),
     'P0002',
     'register_datatable with an unknown admin login is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'x', 't30_dt', 't30_admin2', %L)$$, :'admin2_pw'),
     '22023',
     'register_datatable of a database not owned by the admin login is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'x', 'postgres', 't30_admin', %L)$$, :'admin_pw'),
     '22023',
     'register_datatable of the postgres database is refused (not owned by the admin login)'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT register_datatable('ws', 'x', 't30_dt3', 't30_stranger', 'secret')$$, '42501',
     'register_datatable when the package owner is not a member of the admin login is refused'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt3'), '{PUBLIC,t30_stranger}',
+    tap.connect_holders('t30_dt3'), '{PUBLIC,t30_stranger}',
     'the refused database keeps its CONNECT grants'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'main', 't30_dt', 't30_admin', %L)$$, :'admin_pw'),
     '42710',
     'register_datatable of an existing name is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'main', 't30_dt2', 't30_admin2', %L)$$, :'admin2_pw'),
     '42710',
     'register_datatable of an existing name is refused, whatever the database'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT register_datatable('ws', 'x', 't30_dt', 't30_admin', '')$$, '22023',
     'register_datatable with an empty admin password is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT register_datatable('ws', 'x', 't30_dt', 't30_admin', NULL)$$, '22004',
     'register_datatable with a NULL admin password is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'x', NULL, 't30_admin', %L)$$, :'admin_pw'), '22004',
     'register_datatable with a NULL database is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format($$SELECT register_datatable('ws', 'x', 't30_dt', NULL, %L)$$, :'admin_pw'), '22004',
     'register_datatable with a NULL admin login is refused'
 );
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format(
             'SELECT register_datatable(%L, %L, %L, %L, %L)',
             'ws',
@@ -198,7 +153,7 @@ SELECT
 FROM unnest(ARRAY['', 'ma in', '.main', 'main/x', 'x''; DROP ROLE dtr_owner; --']) AS n;
 -- The metadata database (owned by the package owner) is not a data table:
 -- its admin login would be the package owner, handed to jobs by R2.
-SELECT pg_temp.refused(
+SELECT tap.refused(
     format(
         $$SELECT register_datatable('ws', 'meta', %L, 'dtr_owner', 'secret')$$, current_database()
     ),
@@ -213,13 +168,13 @@ SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', '{u/alice}')$$,
     'set_datatable_role_tenants puts a role in the map'
 );
-SELECT is(pg_temp.tenants('ws', 'main', 't30_a'), '{u/alice}', 'with its tenants');
+SELECT is(tap.tenants('ws', 'main', 't30_a'), '{u/alice}', 'with its tenants');
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_a,t30_admin}',
+    tap.connect_holders('t30_dt'), '{t30_a,t30_admin}',
     'a role in the map gets CONNECT on the database'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt2'), '{t30_admin2}',
+    tap.connect_holders('t30_dt2'), '{t30_admin2}',
     'and on no other data table database'
 );
 SELECT lives_ok(
@@ -231,7 +186,7 @@ SELECT lives_ok(
     'a disabled role may be put in a map'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_a,t30_admin}',
+    tap.connect_holders('t30_dt'), '{t30_a,t30_admin}',
     'a disabled role in the map gets no CONNECT'
 );
 SELECT lives_ok(
@@ -239,16 +194,16 @@ SELECT lives_ok(
     'enabling the mapped role'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_off}',
+    tap.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_off}',
     'gives it CONNECT'
 );
 SELECT lives_ok(
     $$SELECT remove_datatable_role('ws', 'main', 't30_a')$$,
     'remove_datatable_role takes a role out of one map'
 );
-SELECT is(pg_temp.tenants('ws', 'main', 't30_a'), NULL, 'it is no longer in that map');
+SELECT is(tap.tenants('ws', 'main', 't30_a'), NULL, 'it is no longer in that map');
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_off}',
+    tap.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_off}',
     'it keeps CONNECT while another data table on the database maps it'
 );
 SELECT lives_ok(
@@ -256,7 +211,7 @@ SELECT lives_ok(
     'remove_datatable_role takes it out of the other map'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_admin,t30_off}',
+    tap.connect_holders('t30_dt'), '{t30_admin,t30_off}',
     'then its CONNECT is revoked'
 );
 SELECT lives_ok(
@@ -265,7 +220,7 @@ SELECT lives_ok(
 );
 SELECT
     is(
-        pg_temp.connect_holders('t30_dt'), '{t30_admin}', 'leaves only the admin login with CONNECT'
+        tap.connect_holders('t30_dt'), '{t30_admin}', 'leaves only the admin login with CONNECT'
     );
 
 ------------------------------------------------------------------------------
@@ -277,25 +232,25 @@ SELECT lives_ok(
     'set_datatable_role_tenants with duplicates and in any order'
 );
 SELECT is(
-    pg_temp.tenants('ws', 'main', 't30_a'), '{*,f/shared,g/emea,u/alice,u/bob}',
+    tap.tenants('ws', 'main', 't30_a'), '{*,f/shared,g/emea,u/alice,u/bob}',
     'stores the keys sorted, without duplicates'
 );
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', '{g/ops}')$$,
     'setting the tenants again'
 );
-SELECT is(pg_temp.tenants('ws', 'main', 't30_a'), '{g/ops}', 'replaces them');
+SELECT is(tap.tenants('ws', 'main', 't30_a'), '{g/ops}', 'replaces them');
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_b', '{}')$$,
     'a role may be in the map with no tenants'
 );
-SELECT is(pg_temp.tenants('ws', 'main', 't30_b'), '{}', 'and is stored with an empty list');
+SELECT is(tap.tenants('ws', 'main', 't30_b'), '{}', 'and is stored with an empty list');
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 'admin', '{u/alice,g/ops,u/alice}')$$,
     'set_datatable_role_tenants for admin'
 );
 SELECT is(
-    (SELECT admin_tenants FROM datatable_roles.datatable WHERE id = :'main_id'::bigint),
+    tap.tenants('ws', 'main', 'admin'),
     '{g/ops,u/alice}'::text[],
     'sets admin_tenants, sorted and without duplicates'
 );
@@ -304,7 +259,7 @@ SELECT is(
     0,
     'admin is not a catalog role'
 );
-SELECT is(pg_temp.default_of('ws', 'main'), 'admin', 'tenants change no default');
+SELECT is(tap.default_of('ws', 'main'), 'admin', 'tenants change no default');
 SELECT lives_ok(
     format(
         'SELECT set_datatable_role_tenants(%L, %L, %L, %L)', 'ws', 'main', 't30_c',
@@ -314,7 +269,7 @@ SELECT lives_ok(
 );
 
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format(
             'SELECT set_datatable_role_tenants(%L, %L, %L, %L)',
             'ws',
@@ -342,55 +297,55 @@ FROM unnest(ARRAY[
     'u/alice;DROP ROLE dtr_owner', '**', ' *', '* ', '*/x', 'u/*', 'u/' || repeat('a', 256),
     'admin', '*none*', 'u/alice' || chr(10), '*' || chr(10)
 ]) AS k;
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', ARRAY['u/alice', NULL])$$, '22023',
     'a NULL tenant key is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 'admin', '{u/alice,x/y}')$$, '22023',
     'a malformed key is refused for admin too'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', '{u/alice,u/carol}')$$, 'P0002',
     'u/ of a user of another workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', '{u/nobody}')$$, 'P0002',
     'u/ of an unknown user is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 'admin', '{u/nobody}')$$, 'P0002',
     'u/ of an unknown user is refused for admin too'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', '{u/ALICE}')$$, 'P0002',
     'u/ goes by the exact username'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', NULL)$$, '22004',
     'a NULL tenant list is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', NULL, '{*}')$$, '22004',
     'a NULL role is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_nope', '{*}')$$, 'P0002',
     'an unknown role is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 'ADMIN', '{*}')$$, 'P0002',
     'ADMIN is not admin: an unknown role'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_stranger', '{*}')$$, 'P0002',
     'a cluster role outside the catalog is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('ws', 'nope', 't30_a', '{*}')$$, 'P0002',
     'an unknown data table is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_role_tenants('nowhere', 'main', 't30_a', '{*}')$$, 'P0002',
     'an unknown workspace is refused'
 );
@@ -429,50 +384,50 @@ SELECT is(
     'and still points at the governing entry'
 );
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_b,t30_c}',
+    tap.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_b,t30_c}',
     'references change no CONNECT grant'
 );
 
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('fork', 'main', 'ws', 'second')$$, '42710',
     'a reference under an existing reference''s name is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('ws', 'main', 'fork', 'main')$$, '42710',
     'a reference under an existing data table''s name is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('ws', 'main', 'ws', 'main')$$, '42710',
     'a data table cannot be made a reference to itself'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('fork', 'x', 'ws', 'nope')$$, 'P0002',
     'a reference to an unknown data table is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('fork', 'x', 'nowhere', 'main')$$, 'P0002',
     'a reference to an unknown workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('nowhere', 'x', 'ws', 'main')$$, 'P0002',
     'a reference in an unknown workspace is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('fork', 'x y', 'ws', 'main')$$, '22023',
     'a reference with an invalid name is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('fork', NULL, 'ws', 'main')$$, '22004',
     'a reference with a NULL name is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT reference_datatable('fork', 'x', 'ws', NULL)$$, '22004',
     'a reference to NULL is refused'
 );
 
 -- A reference's map and default are the governing entry's: editing them through it is refused.
 SELECT
-    pg_temp.refused(
+    tap.refused(
         format('SELECT %s', c), '55000',
         format('%s through a reference is refused', c)
     )
@@ -495,29 +450,29 @@ SELECT lives_ok(
     $$SELECT set_datatable_default_role('ws', 'main', 't30_a')$$,
     'set_datatable_default_role to a role of the map'
 );
-SELECT is(pg_temp.default_of('ws', 'main'), 't30_a', 'the default is that role');
-SELECT is(pg_temp.default_of('ws', 'second'), 'admin', 'the other data table keeps its default');
-SELECT pg_temp.refused(
+SELECT is(tap.default_of('ws', 'main'), 't30_a', 'the default is that role');
+SELECT is(tap.default_of('ws', 'second'), 'admin', 'the other data table keeps its default');
+SELECT tap.refused(
     $$SELECT set_datatable_default_role('ws', 'second', 't30_a')$$, '55000',
     'a default that is not in the data table''s map is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_default_role('ws', 'main', 't30_nope')$$, 'P0002',
     'a default that is no catalog role is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_default_role('ws', 'main', 'T30_A')$$, 'P0002',
     'the default goes by the exact role name'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_default_role('ws', 'main', '*none*')$$, 'P0002',
     'the no-default marker is not a role name to set'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_default_role('ws', 'nope', 't30_a')$$, 'P0002',
     'a default on an unknown data table is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT set_datatable_default_role('nowhere', 'main', 't30_a')$$, 'P0002',
     'a default in an unknown workspace is refused'
 );
@@ -525,9 +480,9 @@ SELECT lives_ok(
     $$SELECT set_datatable_default_role('ws', 'main', NULL)$$,
     'set_datatable_default_role to NULL'
 );
-SELECT is(pg_temp.default_of('ws', 'main'), '*none*', 'stores the no-default marker');
+SELECT is(tap.default_of('ws', 'main'), '*none*', 'stores the no-default marker');
 SELECT throws_ok(
-    format('SELECT validate_role_name(%L)', pg_temp.default_of('ws', 'main')), '22023', NULL,
+    format('SELECT validate_role_name(%L)', tap.default_of('ws', 'main')), '22023', NULL,
     'the marker is not a valid role name (R12)'
 );
 -- The warning it raises is the CLI's business; keep the TAP output clean.
@@ -537,12 +492,12 @@ SELECT lives_ok(
     'set_datatable_default_role to admin is allowed (with a warning)'
 );
 SET client_min_messages = warning;
-SELECT is(pg_temp.default_of('ws', 'main'), 'admin', 'the default is admin again');
+SELECT is(tap.default_of('ws', 'main'), 'admin', 'the default is admin again');
 SELECT lives_ok(
     $$SELECT set_datatable_default_role('ws', 'main', 't30_b')$$,
     'set_datatable_default_role to another role of the map'
 );
-SELECT is(pg_temp.default_of('ws', 'main'), 't30_b', 'the default is that role');
+SELECT is(tap.default_of('ws', 'main'), 't30_b', 'the default is that role');
 
 ------------------------------------------------------------------------------
 -- remove_datatable_role
@@ -556,54 +511,54 @@ SELECT lives_ok(
     $$SELECT remove_datatable_role('ws', 'main', 't30_a')$$,
     'remove_datatable_role of a role that is not the default'
 );
-SELECT is(pg_temp.default_of('ws', 'main'), 't30_b', 'leaves the default alone');
+SELECT is(tap.default_of('ws', 'main'), 't30_b', 'leaves the default alone');
 SELECT lives_ok(
     $$SELECT remove_datatable_role('ws', 'main', 't30_b')$$,
     'remove_datatable_role of the default role'
 );
-SELECT is(pg_temp.tenants('ws', 'main', 't30_b'), NULL, 'takes it out of the map');
+SELECT is(tap.tenants('ws', 'main', 't30_b'), NULL, 'takes it out of the map');
 SELECT
     is(
-        pg_temp.default_of('ws', 'main'),
+        tap.default_of('ws', 'main'),
         '*none*',
         'leaves the data table with no default (R11), not admin'
     );
 SELECT
     is(
-        pg_temp.default_of('ws', 'second'), 't30_b', 'another data table with that default keeps it'
+        tap.default_of('ws', 'second'), 't30_b', 'another data table with that default keeps it'
     );
 SELECT is(
-    pg_temp.connect_holders('t30_dt'), '{t30_admin,t30_b,t30_c}',
+    tap.connect_holders('t30_dt'), '{t30_admin,t30_b,t30_c}',
     'the role keeps CONNECT through the other data table'
 );
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_b', '{*}')$$,
     'putting the removed default back in the map'
 );
-SELECT is(pg_temp.default_of('ws', 'main'), '*none*', 'does not make it the default again');
+SELECT is(tap.default_of('ws', 'main'), '*none*', 'does not make it the default again');
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 'admin', '{*}')$$,
     'giving admin tenants'
 );
-SELECT is(pg_temp.default_of('ws', 'main'), '*none*', 'does not turn the default back into admin');
+SELECT is(tap.default_of('ws', 'main'), '*none*', 'does not turn the default back into admin');
 
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_datatable_role('ws', 'main', 'admin')$$, '22023',
     'removing admin from the map is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_datatable_role('ws', 'main', 't30_a')$$, 'P0002',
     'removing a role that is not in the map is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_datatable_role('ws', 'main', 't30_nope')$$, 'P0002',
     'removing an unknown role is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_datatable_role('ws', 'nope', 't30_b')$$, 'P0002',
     'removing from an unknown data table is refused'
 );
-SELECT pg_temp.refused(
+SELECT tap.refused(
     $$SELECT remove_datatable_role('ws', 'main', NULL)$$, '22004',
     'removing NULL is refused'
 );

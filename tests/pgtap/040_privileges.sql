@@ -7,26 +7,6 @@
 
 SELECT plan(140);
 
--- A call the worker role makes that is refused, and nothing changed.
-CREATE FUNCTION pg_temp.worker_refused(p_sql text, p_sqlstate text, p_description text)
-RETURNS SETOF text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    before text := tap.state();
-BEGIN
-    RETURN NEXT throws_ok(format('SELECT tap.as_worker(%L)', p_sql), p_sqlstate::char(5), NULL, p_description);
-    RETURN NEXT is(tap.state(), before, p_description || ': nothing changed');
-END;
-$$;
-
--- One text value of a query run by the worker role.
-CREATE FUNCTION pg_temp.worker_value(p_sql text) RETURNS text
-LANGUAGE sql
-AS $$
-    SELECT v.value FROM datatable_roles_dblink.dblink(tap.worker_session(), p_sql) AS v (value text)
-$$;
-
 -- The package's public entry points (SPEC section 8).
 CREATE FUNCTION pg_temp.public_api() RETURNS text[]
 LANGUAGE sql IMMUTABLE
@@ -113,7 +93,11 @@ SELECT is(
 ------------------------------------------------------------------------------
 -- the worker role may not run the admin calls
 ------------------------------------------------------------------------------
-SELECT pg_temp.worker_refused(c, '42501', format('the worker role may not run %s', c))
+SELECT
+    tap.refused(
+        format('SELECT tap.as_worker(%L)', c), '42501',
+        format('the worker role may not run %s', c)
+    )
 FROM unnest(ARRAY[
     $$SELECT add_workspace('w2')$$,
     $$SELECT add_workspace_user('ws', 'eve', 'eve@x.io', true)$$,
@@ -140,7 +124,11 @@ FROM unnest(ARRAY[
 ]) AS c;
 
 -- nor the internal functions
-SELECT pg_temp.worker_refused(c, '42501', format('the worker role may not run %s', c))
+SELECT
+    tap.refused(
+        format('SELECT tap.as_worker(%L)', c), '42501',
+        format('the worker role may not run %s', c)
+    )
 FROM unnest(ARRAY[
     $$SELECT datatable_roles.grant_worker('dtr_worker')$$,
     $$SELECT datatable_roles.new_password()$$,
@@ -156,7 +144,11 @@ FROM unnest(ARRAY[
 ]) AS c;
 
 -- nor dblink, which the package keeps in a schema of its own
-SELECT pg_temp.worker_refused(c, '42501', format('the worker role may not run %s', c))
+SELECT
+    tap.refused(
+        format('SELECT tap.as_worker(%L)', c), '42501',
+        format('the worker role may not run %s', c)
+    )
 FROM unnest(ARRAY[
     $$SELECT datatable_roles_dblink.dblink_connect('x', 'dbname=postgres')$$,
     $$SELECT datatable_roles_dblink.dblink_exec('dbname=postgres', 'SELECT 1')$$,
@@ -180,15 +172,19 @@ SELECT is(
 -- the worker role reads and writes no table
 ------------------------------------------------------------------------------
 SELECT
-    pg_temp.worker_refused(
-        format('SELECT * FROM datatable_roles.%I', t), '42501',
+    tap.refused(
+        format('SELECT tap.as_worker(%L)', format('SELECT * FROM datatable_roles.%I', t)), '42501',
         format('the worker role may not read datatable_roles.%s', t)
     )
 FROM unnest(ARRAY[
     'settings', 'workspace', 'workspace_user', 'group_member', 'folder_access', 'catalog_role',
     'datatable', 'datatable_role', 'datatable_role_set', 'job_perms', 'link_credential'
 ]) AS t;
-SELECT pg_temp.worker_refused(c, '42501', format('the worker role may not run %s', c))
+SELECT
+    tap.refused(
+        format('SELECT tap.as_worker(%L)', c), '42501',
+        format('the worker role may not run %s', c)
+    )
 FROM unnest(ARRAY[
     $$SELECT password FROM datatable_roles.catalog_role$$,
     $$SELECT admin_password FROM datatable_roles.datatable$$,
@@ -289,23 +285,23 @@ SELECT is(
     'and on no other function of the package'
 );
 SELECT is(
-    pg_temp.worker_value(format(
+    tap.query(tap.session_as('dtr_worker'), format(
         $$SELECT record_job_start(%L::uuid, 'ws', 'u/pub', 'app', 'alice@x.io')$$, gen_random_uuid()
     )),
     'alice@x.io',
     'the worker role runs record_job_start'
 );
 SELECT is(
-    pg_temp.worker_value(format(
+    tap.query(tap.session_as('dtr_worker'), format(
         $$SELECT cached_result_path(%L::uuid, 'f/x/script', '{"a": 1}')$$, :'job'
     )),
     cached_result_path(:'job', 'f/x/script', '{"a": 1}'),
     'the worker role runs cached_result_path'
 );
 SELECT is(
-    pg_temp.worker_value(
-        format($$SELECT explain_datatable_role(%L::uuid, 'main')->>'login'$$, :'job')
-    ),
+    tap.query(tap.session_as('dtr_worker'), format(
+        $$SELECT explain_datatable_role(%L::uuid, 'main')->>'login'$$, :'job'
+    )),
     't40_admin',
     'the worker role runs explain_datatable_role'
 );
@@ -320,19 +316,24 @@ SELECT is(
     '{t40_r}',
     'and resolves a named role for an identity among its tenants (R1)'
 );
+-- What the worker role reads from explain_datatable_role, naming a role and not.
+SELECT
+    tap.query(tap.session_as('dtr_worker'), format(
+        $$SELECT explain_datatable_role(%L::uuid, 'main', 't40_r')::text$$, :'job'
+    )) AS explained_role,
+    tap.query(tap.session_as('dtr_worker'), format(
+        $$SELECT explain_datatable_role(%L::uuid, 'main')::text$$, :'job'
+    )) AS explained_default
+\gset
 SELECT ok(
-    NOT EXISTS (
+    -- both are explanations (an error here is no JSON and ends the file)
+    jsonb_typeof(:'explained_role'::jsonb) = 'object'
+    AND jsonb_typeof(:'explained_default'::jsonb) = 'object'
+    AND NOT EXISTS (
         SELECT FROM datatable_roles.catalog_role AS r
-        WHERE strpos(pg_temp.worker_value(format(
-            $$SELECT explain_datatable_role(%L::uuid, 'main', 't40_r')::text$$,
-            :'job'
-        )), r.password) > 0
-    ) AND strpos(
-        pg_temp.worker_value(
-            format($$SELECT explain_datatable_role(%L::uuid, 'main')::text$$, :'job')
-        ),
-        :'admin_pw'
-    ) = 0,
+        WHERE strpos(:'explained_role', r.password) > 0
+    )
+    AND strpos(:'explained_default', :'admin_pw') = 0,
     'explain_datatable_role shows no password'
 );
 

@@ -5,65 +5,6 @@
 
 SELECT plan(51);
 
--- A refused resolution, as 'SQLSTATE|DETAIL|message' ('not refused' otherwise).
-CREATE FUNCTION pg_temp.refusal(
-    p_job uuid, p_datatable text, p_role text DEFAULT null, p_for_migration boolean DEFAULT false
-)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    st text;
-    msg text;
-    det text;
-BEGIN
-    PERFORM * FROM tap.resolve(p_job, p_datatable, p_role, p_for_migration);
-    RETURN 'not refused';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
-    RETURN st || '|' || coalesce(det, '') || '|' || msg;
-END;
-$$;
-
--- The orders a migration connection (for_migration) sees, and its login
--- (an error as 'error SQLSTATE: message').
-CREATE FUNCTION pg_temp.seen_migration(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN (
-        SELECT v.value
-        FROM tap.resolve(p_job, p_datatable, p_role, true) AS r,
-            datatable_roles_dblink.dblink(tap.connstr(r.dbname, r.login, r.password),
-                $q$SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders$q$)
-            AS v (value text));
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.migration_login(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN (SELECT r.login FROM tap.resolve(p_job, p_datatable, p_role, true) AS r);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
--- The first step of a kind in explain_datatable_role's trace (NULL if none).
-CREATE FUNCTION pg_temp.step(p_job uuid, p_datatable text, p_step text) RETURNS jsonb
-LANGUAGE sql
-AS $$
-    SELECT s.value
-    FROM jsonb_array_elements(explain_datatable_role(p_job, p_datatable) -> 'steps') AS s
-    WHERE s.value ->> 'step' = p_step
-    LIMIT 1
-$$;
-
 -- Workspace ws:
 --   pub    tenant of t100_emea (u/pub) and t100_off (before it is disabled)
 --   bob    in group emea, so a tenant of t100_emea through g/emea
@@ -161,38 +102,38 @@ SELECT is(
 
 -- every refusal of R1
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', 't100_loose'),
-    '^42501\|refused by rule R1\|data table ws/main: .*t100_loose.*not in the .*role map',
+    tap.refusal(:'j_pub', 'main', 't100_loose'),
+    '^42501\|R1\|data table ws/main: .*t100_loose.*not in the .*role map',
     'R1: a catalog role that is not in the map of the data table is refused (42501)'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_adm', 'main', 't100_loose'),
-    '^42501\|refused by rule R1\|data table ws/main: ',
+    tap.refusal(:'j_adm', 'main', 't100_loose'),
+    '^42501\|R1\|data table ws/main: ',
     'R1: not in the map is refused even for a workspace admin'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', 't100_nosuch'),
-    '^42501\|refused by rule R1\|data table ws/main: .*t100_nosuch',
+    tap.refusal(:'j_pub', 'main', 't100_nosuch'),
+    '^42501\|R1\|data table ws/main: .*t100_nosuch',
     'R1: an unknown role is refused (42501) and the message names the data table'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', 't100_off'),
-    '^42501\|refused by rule R1\|data table ws/main: .*t100_off.*disabled',
+    tap.refusal(:'j_pub', 'main', 't100_off'),
+    '^42501\|R1\|data table ws/main: .*t100_off.*disabled',
     'R1: a disabled role is refused although the identity is its tenant'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_adm', 'main', 't100_off'),
-    '^42501\|refused by rule R1\|data table ws/main: .*disabled',
+    tap.refusal(:'j_adm', 'main', 't100_off'),
+    '^42501\|R1\|data table ws/main: .*disabled',
     'R1: a disabled role is refused for a workspace admin too'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', 't100_us'),
-    '^42501\|refused by rule R1\|data table ws/main: .*u/pub.*not a tenant',
+    tap.refusal(:'j_pub', 'main', 't100_us'),
+    '^42501\|R1\|data table ws/main: .*u/pub.*not a tenant',
     'R1: a role the identity is no tenant of is refused, though the viewer (alice) is its tenant'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol', 'main', 't100_emea'),
-    '^42501\|refused by rule R1\|data table ws/main: .*u/carol',
+    tap.refusal(:'j_carol', 'main', 't100_emea'),
+    '^42501\|R1\|data table ws/main: .*u/carol',
     'R1: carol, a tenant of nothing, may name no role'
 );
 
@@ -214,13 +155,13 @@ SELECT is(
     'R1: a tenant of admin (u/tad) names admin and sees every row'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', 'admin'),
-    '^42501\|refused by rule R1\|data table ws/main: role admin',
+    tap.refusal(:'j_pub', 'main', 'admin'),
+    '^42501\|R1\|data table ws/main: role admin',
     'R1: naming admin is refused for an identity that is neither admin nor a tenant of admin'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol', 'main', 'admin'),
-    '^42501\|refused by rule R1\|data table ws/main: ',
+    tap.refusal(:'j_carol', 'main', 'admin'),
+    '^42501\|R1\|data table ws/main: ',
     'R1: naming admin is tenant-checked even while the default is admin'
 );
 
@@ -254,11 +195,11 @@ SELECT is(
     'R2: a scheduled job (no viewer) is served as admin too'
 );
 SELECT is(
-    pg_temp.step(:'j_pub', 'main', 'default') ->> 'rule', 'R2',
+    tap.step(:'j_pub', 'main', 'default') ->> 'rule', 'R2',
     'R2: the explanation shows the R2 step'
 );
 SELECT ok(
-    pg_temp.step(:'j_pub', 'main', 'viewer') IS null
+    tap.step(:'j_pub', 'main', 'viewer') IS null
     AND strpos(explain_datatable_role(:'j_pub', 'main')::text, 'alice@x.io') = 0,
     'R2: ... and no viewer step: the viewer is not looked up'
 );
@@ -268,20 +209,20 @@ SELECT ok(
 -- the identity may use admin; a migration naming a role follows R1.
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.seen_migration(:'j_carol', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_carol', 'main', p_for_migration => true), '1,2,3,4,5',
     'R8: default admin: a migration of carol (no admin rights) runs as admin'
 );
 SELECT is(
-    pg_temp.migration_login(:'j_carol', 'main'), 't100_admin',
+    tap.login_of(:'j_carol', 'main', p_for_migration => true), 't100_admin',
     'R8: ... as the admin login'
 );
 SELECT is(
-    pg_temp.seen_migration(:'j_pub', 'main', 't100_emea'), '1,4',
+    tap.seen(:'j_pub', 'main', 't100_emea', p_for_migration => true), '1,4',
     'R8: default admin: a migration naming t100_emea follows R1 (emea rows only)'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol', 'main', 't100_emea', true),
-    '^42501\|refused by rule R1\|',
+    tap.refusal(:'j_carol', 'main', 't100_emea', p_for_migration => true),
+    '^42501\|R1\|',
     'R8: a migration naming a role the identity may not use is refused by R1'
 );
 
@@ -292,63 +233,63 @@ SELECT is(
     'default t100_emea: pub''s ordinary connection holds t100_emea plus its viewer''s t100_us'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', null, true),
-    '^42501\|refused by rule R8\|data table ws/main: .*migration',
+    tap.refusal(:'j_pub', 'main', p_for_migration => true),
+    '^42501\|R8\|data table ws/main: .*migration',
     'R8: default t100_emea: a migration of pub (no admin rights) naming no role is refused'
 );
 SELECT is(
-    pg_temp.seen_migration(:'j_adm', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_adm', 'main', p_for_migration => true), '1,2,3,4,5',
     'R8: a workspace admin''s migration runs as admin'
 );
 SELECT is(
-    pg_temp.seen_migration(:'j_tad', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_tad', 'main', p_for_migration => true), '1,2,3,4,5',
     'R8: a migration of a tenant of admin runs as admin'
 );
 SELECT is(
-    pg_temp.migration_login(:'j_tad', 'main'), 't100_admin',
+    tap.login_of(:'j_tad', 'main', p_for_migration => true), 't100_admin',
     'R8: ... as the admin login'
 );
 SELECT is(
-    pg_temp.seen_migration(:'j_pub', 'main', 't100_emea'), '1,4',
+    tap.seen(:'j_pub', 'main', 't100_emea', p_for_migration => true), '1,4',
     'R8: a migration naming t100_emea runs as t100_emea alone (not admin, no viewer roles)'
 );
 SELECT is(
-    pg_temp.migration_login(:'j_pub', 'main', 't100_emea'), 't100_emea',
+    tap.login_of(:'j_pub', 'main', 't100_emea', p_for_migration => true), 't100_emea',
     'R8: ... with the role''s own login'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', 't100_us', true),
-    '^42501\|refused by rule R1\|',
+    tap.refusal(:'j_pub', 'main', 't100_us', p_for_migration => true),
+    '^42501\|R1\|',
     'R8: a migration naming a role the identity is no tenant of is refused (R1)'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', 'admin', true),
-    '^42501\|refused by rule R1\|',
+    tap.refusal(:'j_pub', 'main', 'admin', p_for_migration => true),
+    '^42501\|R1\|',
     'R8: a migration naming admin is refused for an identity that may not use admin (R1)'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol', 'main', null, true),
-    '^42501\|refused by rule R8\|',
+    tap.refusal(:'j_carol', 'main', p_for_migration => true),
+    '^42501\|R8\|',
     'R8: default t100_emea: carol''s migration is refused'
 );
 
 DO $$ BEGIN PERFORM set_datatable_default_role('ws', 'main', null); END $$;
 
 SELECT matches(
-    pg_temp.refusal(:'j_pub', 'main', null, true),
-    '^42501\|refused by rule R8\|',
+    tap.refusal(:'j_pub', 'main', p_for_migration => true),
+    '^42501\|R8\|',
     'R8: no default: a migration of pub naming no role is refused'
 );
 SELECT is(
-    pg_temp.seen_migration(:'j_tad', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_tad', 'main', p_for_migration => true), '1,2,3,4,5',
     'R8: no default: a tenant of admin still migrates as admin'
 );
 SELECT is(
-    pg_temp.seen_migration(:'j_adm', 'main'), '1,2,3,4,5',
+    tap.seen(:'j_adm', 'main', p_for_migration => true), '1,2,3,4,5',
     'R8: no default: a workspace admin still migrates as admin'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_tad', 'main'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_tad', 'main'), '^42501\|R5\|',
     'no default, not a migration: the same job of tad (no viewer) is refused (R5), not admin'
 );
 

@@ -6,42 +6,6 @@
 
 SELECT plan(79);
 
--- A refused resolution, as 'SQLSTATE|DETAIL|message' ('not refused' otherwise).
-CREATE FUNCTION pg_temp.refusal(p_job uuid, p_datatable text, p_role text DEFAULT null)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    st text;
-    msg text;
-    det text;
-BEGIN
-    PERFORM * FROM tap.resolve(p_job, p_datatable, p_role);
-    RETURN 'not refused';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
-    RETURN st || '|' || coalesce(det, '') || '|' || msg;
-END;
-$$;
-
--- The first step of a kind in explain_datatable_role's trace (NULL if none).
-CREATE FUNCTION pg_temp.step(p_job uuid, p_datatable text, p_step text) RETURNS jsonb
-LANGUAGE sql
-AS $$
-    SELECT s.value
-    FROM jsonb_array_elements(explain_datatable_role(p_job, p_datatable) -> 'steps') AS s
-    WHERE s.value ->> 'step' = p_step
-    LIMIT 1
-$$;
-
--- The stored default of a data table entry.
-CREATE FUNCTION pg_temp.default_of(p_workspace text, p_datatable text) RETURNS text
-LANGUAGE sql
-AS $$
-    SELECT d.default_role FROM datatable_roles.datatable AS d
-    WHERE d.workspace = p_workspace AND d.name = p_datatable
-$$;
-
 -- Workspace ws (identities):
 --   pub    tenant of t110_apac (u/pub), and in group emea
 --   carol  tenant of nothing
@@ -211,15 +175,15 @@ SELECT is(
     'R3: default disabled: only the viewer''s roles, though pub is a tenant of the default'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_sched', 'dis'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_pub_sched', 'dis'), '^42501\|R5\|',
     'R3/R5: default disabled and no viewer: refused'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol_dan', 'dis'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_carol_dan', 'dis'), '^42501\|R5\|',
     'R3/R5: a disabled role is no viewer role either: dan now holds nothing'
 );
 SELECT is(
-    pg_temp.step(:'j_pub_sched', 'dis', 'default') ->> 'why', 'the default role is disabled',
+    tap.step(:'j_pub_sched', 'dis', 'default') ->> 'why', 'the default role is disabled',
     'R3: the explanation says the default is disabled'
 );
 
@@ -254,7 +218,7 @@ SELECT matches(
 ------------------------------------------------------------------------------
 -- R4: no default: the viewer's roles only
 ------------------------------------------------------------------------------
-SELECT is(pg_temp.default_of('ws', 'nodef'), '*none*', 'R12: no default is stored as *none*');
+SELECT is(tap.default_of('ws', 'nodef'), '*none*', 'R12: no default is stored as *none*');
 SELECT is(
     tap.seen(:'j_pub_alice', 'nodef'), '1,4',
     'R4: no default: pub''s own tenancy of t110_apac gives nothing; alice''s emea only'
@@ -266,23 +230,23 @@ SELECT is(tap.seen(:'j_pub_bob', 'nodef'), '2,5', 'R4: viewer bob: us only');
 -- R5: an empty result is refused, never an empty login
 ------------------------------------------------------------------------------
 SELECT matches(
-    pg_temp.refusal(:'j_pub_sched', 'nodef'),
-    '^42501\|refused by rule R5\|data table ws/nodef: .*no default',
+    tap.refusal(:'j_pub_sched', 'nodef'),
+    '^42501\|R5\|data table ws/nodef: .*no default',
     'R5: no default and no viewer: refused'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_dan', 'nodef'),
-    '^42501\|refused by rule R5\|data table ws/nodef: ',
+    tap.refusal(:'j_pub_dan', 'nodef'),
+    '^42501\|R5\|data table ws/nodef: ',
     'R5: no default and a viewer who is a tenant of nothing: refused'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol_dan', 'main'),
-    '^42501\|refused by rule R5\|data table ws/main: .*u/carol.*t110_apac',
+    tap.refusal(:'j_carol_dan', 'main'),
+    '^42501\|R5\|data table ws/main: .*u/carol.*t110_apac',
     'R5: a default the identity may not use and a viewer with no roles: refused'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol_anon', 'main'),
-    '^42501\|refused by rule R5\|data table ws/main: ',
+    tap.refusal(:'j_carol_anon', 'main'),
+    '^42501\|R5\|data table ws/main: ',
     'R5: a default the identity may not use and an anonymous viewer: refused'
 );
 
@@ -308,16 +272,16 @@ SELECT is(
     'R9: a viewer who is not a member of the governing workspace adds nothing'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_out', 'nodef'),
-    '^42501\|refused by rule R5\|.*not a member of the governing workspace',
+    tap.refusal(:'j_pub_out', 'nodef'),
+    '^42501\|R5\|.*not a member of the governing workspace',
     'R9/R5: no default and a viewer outside the workspace: refused'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_anon', 'nodef'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_pub_anon', 'nodef'), '^42501\|R5\|',
     'R9/R5: no default and an anonymous viewer: refused'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_agent', 'nodef'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_pub_agent', 'nodef'), '^42501\|R5\|',
     'R9/R5: no default and an agent tool job: refused'
 );
 SELECT is(
@@ -333,7 +297,7 @@ SELECT is(
     'workspace-admin viewer: nothing beyond the default'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_carol_wadm', 'nodef'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_carol_wadm', 'nodef'), '^42501\|R5\|',
     'workspace-admin viewer with no default: refused (admin status is no tenancy)'
 );
 
@@ -343,7 +307,7 @@ SELECT matches(
 SELECT is(tap.seen(:'j_carol_dan', 'star'), '2,5', '*: dan, a plain member, is a tenant');
 SELECT is(tap.seen(:'j_carol_wadm', 'star'), '2,5', '*: a workspace admin is a member too');
 SELECT matches(
-    pg_temp.refusal(:'j_carol_out', 'star'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_carol_out', 'star'), '^42501\|R5\|',
     '*: a viewer outside the workspace is no member'
 );
 SELECT is(tap.seen(:'j_dora', 'folders'), '1,4', 'f/: read on the folder, directly');
@@ -351,7 +315,7 @@ SELECT is(tap.seen(:'j_erin', 'folders'), '1,4', 'f/: write on the folder, throu
 SELECT is(tap.seen(:'j_fred', 'folders'), '1,4', 'f/: owner of the folder');
 SELECT is(tap.seen(:'j_gina', 'folders'), '2,5', 'g/: a member of the group');
 SELECT matches(
-    pg_temp.refusal(:'j_hank', 'folders'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_hank', 'folders'), '^42501\|R5\|',
     'f/ and g/: hank (owner of another folder, in no group) is named by neither'
 );
 DO $$ BEGIN
@@ -360,7 +324,7 @@ DO $$ BEGIN
     PERFORM add_group_member('ws', 'usteam', 'hank');
 END $$;
 SELECT matches(
-    pg_temp.refusal(:'j_dora', 'folders'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_dora', 'folders'), '^42501\|R5\|',
     'f/: the same job of dora, after her folder access is taken away: refused (current)'
 );
 SELECT is(tap.seen(:'j_erin', 'folders'), '1,4', 'f/: read through a group counts as well');
@@ -374,11 +338,11 @@ SELECT is(
 -- admin has tenants
 ------------------------------------------------------------------------------
 SELECT is(
-    pg_temp.step(:'j_pub_alice', 'cheap', 'viewer') ->> 'rule', 'R10',
+    tap.step(:'j_pub_alice', 'cheap', 'viewer') ->> 'rule', 'R10',
     'R10: only the default and admin have tenants: the explanation shows the R10 step'
 );
 SELECT ok(
-    NOT pg_temp.step(:'j_pub_alice', 'cheap', 'viewer') ? 'viewer'
+    NOT tap.step(:'j_pub_alice', 'cheap', 'viewer') ? 'viewer'
     AND strpos(explain_datatable_role(:'j_pub_alice', 'cheap')::text, 'alice@x.io') = 0,
     'R10: ... and no viewer step: the viewer is not looked up (nor mentioned)'
 );
@@ -388,11 +352,11 @@ SELECT is(
 );
 DO $$ BEGIN PERFORM set_datatable_role_tenants('ws', 'cheap', 't110_emea', '{g/emea}'); END $$;
 SELECT is(
-    pg_temp.step(:'j_pub_alice', 'cheap', 'viewer') ->> 'viewer', 'alice@x.io',
+    tap.step(:'j_pub_alice', 'cheap', 'viewer') ->> 'viewer', 'alice@x.io',
     'R10: once t110_emea has tenants, the explanation has a viewer step naming the viewer'
 );
 SELECT is(
-    pg_temp.step(:'j_pub_alice', 'cheap', 'viewer') -> 'roles',
+    tap.step(:'j_pub_alice', 'cheap', 'viewer') -> 'roles',
     '[{"role": "t110_emea", "named_by": ["g/emea"]}]'::jsonb,
     'R10: ... which shows the role and the tenant key that named the viewer'
 );
@@ -404,22 +368,22 @@ SELECT is(tap.seen(:'j_pub_alice', 'cheap'), '1,3,4', 'R10: ... and alice''s eme
 SELECT is(tap.seen(:'j_pub_alice', 'r11'), '1,3,4', 'R11: before: default apac + emea');
 DO $$ BEGIN PERFORM remove_datatable_role('ws', 'r11', 't110_apac'); END $$;
 SELECT is(
-    pg_temp.default_of('ws', 'r11'), '*none*',
+    tap.default_of('ws', 'r11'), '*none*',
     'R11/R12: the default removed from the map becomes the marker *none*'
 );
 SELECT is(tap.seen(:'j_pub_alice', 'r11'), '1,4', 'R11: now only the viewer''s roles (R4)');
 SELECT matches(
-    pg_temp.refusal(:'j_pub_sched', 'r11'),
-    '^42501\|refused by rule R5\|.*no default',
+    tap.refusal(:'j_pub_sched', 'r11'),
+    '^42501\|R5\|.*no default',
     'R11: a job without a viewer is now refused, not served as admin'
 );
 DO $$ BEGIN PERFORM set_datatable_role_tenants('ws', 'r11', 't110_apac', '{u/pub}'); END $$;
 SELECT is(
-    pg_temp.default_of('ws', 'r11'), '*none*',
+    tap.default_of('ws', 'r11'), '*none*',
     'R11: putting the role back in the map does not bring the default back'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_sched', 'r11'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_pub_sched', 'r11'), '^42501\|R5\|',
     'R11: ... and the job without a viewer is still refused'
 );
 SET client_min_messages = error;
@@ -439,11 +403,11 @@ SELECT lives_ok(
     'R11: the default role is dropped from the catalog'
 );
 SELECT is(
-    pg_temp.default_of('ws', 'r11drop'), '*none*',
+    tap.default_of('ws', 'r11drop'), '*none*',
     'R11: the default dropped from the catalog becomes *none*'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_sched', 'r11drop'), '^42501\|refused by rule R5\|',
+    tap.refusal(:'j_pub_sched', 'r11drop'), '^42501\|R5\|',
     'R11: after the drop, no default: a job without a viewer is refused'
 );
 SELECT is(
@@ -461,8 +425,8 @@ SELECT ok(
     'R12: no catalog role or PostgreSQL role is named *none*'
 );
 SELECT matches(
-    pg_temp.refusal(:'j_pub_alice', 'nodef', '*none*'),
-    '^42501\|refused by rule R1\|.*not in the data table''s role map',
+    tap.refusal(:'j_pub_alice', 'nodef', '*none*'),
+    '^42501\|R1\|.*not in the data table''s role map',
     'R12: a worker reading the marker as its role asks for a role the data table lacks: refused'
 );
 
@@ -509,13 +473,13 @@ SELECT is(
     'reference: a viewer who is a member of the fork only is no viewer (R9)'
 );
 SELECT matches(
-    pg_temp.refusal(:'jf_zed_sched', 'gov'),
-    '^42501\|refused by rule R5\|data table fork/gov: ',
+    tap.refusal(:'jf_zed_sched', 'gov'),
+    '^42501\|R5\|data table fork/gov: ',
     'reference: the identity''s fork group apacteam does not make it a tenant of the default'
 );
 SELECT matches(
-    pg_temp.refusal(:'jf_zed_sched', 'gov', 't110_apac'),
-    '^42501\|refused by rule R1\|data table fork/gov: ',
+    tap.refusal(:'jf_zed_sched', 'gov', 't110_apac'),
+    '^42501\|R1\|data table fork/gov: ',
     'reference: ... nor lets it name the default (R1 is checked in the governing workspace)'
 );
 

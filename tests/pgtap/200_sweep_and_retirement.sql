@@ -9,77 +9,6 @@
 
 SELECT plan(67);
 
--- tap.query / tap.exec, with an error returned as
--- 'error SQLSTATE: message' instead of ending the file.
-CREATE FUNCTION pg_temp.query(p_name text, p_query text) RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.query(p_name, p_query);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
-CREATE FUNCTION pg_temp.exec(p_name text, p_sql text) RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN tap.exec(p_name, p_sql);
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
--- The sweep, as the monitor loop runs it: CALLed as the package owner, in a
--- session of its own in autocommit mode (it commits per login). Its report.
-CREATE FUNCTION pg_temp.sweep() RETURNS jsonb
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    report jsonb;
-BEGIN
-    IF NOT coalesce('t200_sweeper' = ANY(datatable_roles_dblink.dblink_get_connections()), false) THEN
-        PERFORM datatable_roles_dblink.dblink_connect('t200_sweeper', tap.connstr(current_database()));
-        PERFORM datatable_roles_dblink.dblink_exec('t200_sweeper', 'SET ROLE dtr_owner');
-    END IF;
-    SELECT v.report INTO report
-    FROM datatable_roles_dblink.dblink('t200_sweeper', 'CALL sweep_unused_role_set_logins(NULL)')
-        AS v (report jsonb);
-    RETURN report;
-END;
-$$;
-
--- Who owns a table in a database of the cluster.
-CREATE FUNCTION pg_temp.owner_in(p_dbname text, p_table text) RETURNS text
-LANGUAGE sql
-AS $$
-    SELECT v.value FROM datatable_roles_dblink.dblink(tap.connstr(p_dbname), format(
-        'SELECT tableowner::text FROM pg_tables WHERE tablename = %L', p_table))
-        AS v (value text)
-$$;
-
--- The number of rows of a table, read as superuser.
-CREATE FUNCTION pg_temp.rows_in(p_dbname text, p_table text) RETURNS text
-LANGUAGE sql
-AS $$
-    SELECT v.value FROM datatable_roles_dblink.dblink(tap.connstr(p_dbname), format(
-        'SELECT count(*)::text FROM %I', p_table)) AS v (value text)
-$$;
-
--- The password of a set login's row (NULL: no row).
-CREATE FUNCTION pg_temp.row_password(p_login text) RETURNS text
-LANGUAGE sql
-AS $$
-    SELECT s.password FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login
-$$;
-
-CREATE FUNCTION pg_temp.can_login(p_login text) RETURNS boolean
-LANGUAGE sql
-AS $$
-    SELECT pr.rolcanlogin FROM pg_roles AS pr WHERE pr.rolname = p_login
-$$;
-
 -- Workspace ws: pub (a workspace admin) publishes the apps; viewers alice
 -- (groups emea, us), carol (emea, apac) and dan (emea, ops). main has no
 -- default role; second maps only t200_ops.
@@ -138,15 +67,15 @@ SELECT oid AS a_oid FROM pg_roles WHERE rolname = :'a_login' \gset
 SELECT matches(:'a_login'::text, '^wm_set_', 'alice resolves to a set login');
 SELECT is(tap.open_as('a', :'j_alice', 'main'), :'a_login', 'a session as the set login');
 SELECT is(
-    pg_temp.exec('a', 'CREATE TABLE t200_made (x integer)'), 'CREATE TABLE',
+    tap.exec('a', 'CREATE TABLE t200_made (x integer)'), 'CREATE TABLE',
     'it creates a table'
 );
 SELECT is(
-    pg_temp.exec('a', 'INSERT INTO t200_made VALUES (1), (2)'), 'INSERT 0 2',
+    tap.exec('a', 'INSERT INTO t200_made VALUES (1), (2)'), 'INSERT 0 2',
     '... and fills it'
 );
 SELECT is(
-    pg_temp.owner_in('t200_dt', 't200_made'), :'a_login',
+    tap.owner_in('t200_dt', 't200_made'), :'a_login',
     'the table belongs to the set login'
 );
 SELECT is(tap.close('a'), 'OK', 'the session ends');
@@ -158,11 +87,11 @@ SELECT is(
     'two days later carol (emea, apac) sees her rows'
 );
 SELECT tap.login_of(:'j_carol', 'main') AS c_login \gset
-SELECT pg_temp.row_password(:'c_login') AS c_pw \gset
+SELECT tap.set_login_password(:'c_login') AS c_pw \gset
 
 -- 31 days after the start: alice's login unused 31 days, carol's 29
 UPDATE datatable_roles.settings SET clock_offset = '31 days';
-SELECT pg_temp.sweep() AS s1_report \gset
+SELECT tap.sweep() AS s1_report \gset
 SELECT is(
     :'s1_report'::jsonb, '{"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}',
     'the sweep examines and drops one login: the one unused 31 days'
@@ -171,14 +100,14 @@ SELECT ok(
     NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'a_login'),
     'the login unused 31 days is gone'
 );
-SELECT is(pg_temp.row_password(:'a_login'), null, '... and so is its row');
+SELECT is(tap.set_login_password(:'a_login'), null, '... and so is its row');
 SELECT is(
-    pg_temp.owner_in('t200_dt', 't200_made'), 't200_admin',
+    tap.owner_in('t200_dt', 't200_made'), 't200_admin',
     'its table now belongs to the data table''s admin login'
 );
-SELECT is(pg_temp.rows_in('t200_dt', 't200_made'), '2', '... with its rows');
-SELECT is(pg_temp.can_login(:'c_login'), true, 'the login unused 29 days is kept, with LOGIN');
-SELECT is(pg_temp.row_password(:'c_login'), :'c_pw', '... and its row, with the same password');
+SELECT is(tap.rows_in('t200_dt', 't200_made'), '2', '... with its rows');
+SELECT is(tap.can_login(:'c_login'), true, 'the login unused 29 days is kept, with LOGIN');
+SELECT is(tap.set_login_password(:'c_login'), :'c_pw', '... and its row, with the same password');
 SELECT is(tap.seen(:'j_carol', 'main'), '1,3,4', '... which still logs in');
 
 -- made again on demand
@@ -191,10 +120,10 @@ SELECT isnt(
     (SELECT oid FROM pg_roles WHERE rolname = :'a_login'), :'a_oid'::oid,
     '... as a new role'
 );
-SELECT isnt(pg_temp.row_password(:'a_login'), '', '... with a row that has a password');
+SELECT isnt(tap.set_login_password(:'a_login'), '', '... with a row that has a password');
 SELECT is(tap.open_as('a2', :'j_alice', 'main'), :'a_login', 'a session as the new login');
 SELECT matches(
-    pg_temp.query('a2', 'SELECT count(*)::text FROM t200_made'), '^error 42501',
+    tap.query('a2', 'SELECT count(*)::text FROM t200_made'), '^error 42501',
     'the new login does not reach what the dropped one made (it is the admin login''s)'
 );
 SELECT is(tap.close('a2'), 'OK', 'the session ends');
@@ -209,13 +138,13 @@ SELECT tap.exec_in('t200_other', format(
 )) AS ok \gset
 SELECT is(tap.open_as('a3', :'j_alice', 'main'), :'a_login', 'alice''s login ...');
 SELECT is(
-    pg_temp.exec('a3', 'CREATE TABLE t200_made2 (x integer)'), 'CREATE TABLE',
+    tap.exec('a3', 'CREATE TABLE t200_made2 (x integer)'), 'CREATE TABLE',
     '... makes another table'
 );
 SELECT is(tap.close('a3'), 'OK', 'the session ends');
 -- both logins are now stale
 UPDATE datatable_roles.settings SET clock_offset = '62 days';
-SELECT pg_temp.sweep() AS s2_report \gset
+SELECT tap.sweep() AS s2_report \gset
 SELECT is(
     (:'s2_report'::jsonb - 'unfinished'), '{"examined": 2, "dropped": 1, "skipped": 0}',
     'two stale logins: one dropped, one not'
@@ -234,29 +163,29 @@ SELECT ok(
     'the sweep carried on: carol''s login is dropped'
 );
 SELECT is(
-    pg_temp.row_password(:'a_login'), '',
+    tap.set_login_password(:'a_login'), '',
     'the unfinished login keeps its row, with an empty password'
 );
-SELECT is(pg_temp.can_login(:'a_login'), false, '... and no longer has LOGIN');
+SELECT is(tap.can_login(:'a_login'), false, '... and no longer has LOGIN');
 SELECT is(
-    pg_temp.owner_in('t200_dt', 't200_made2'), 't200_admin',
+    tap.owner_in('t200_dt', 't200_made2'), 't200_admin',
     'what it owned in the data table moved anyway'
 );
-SELECT pg_temp.sweep() AS s3_report \gset
+SELECT tap.sweep() AS s3_report \gset
 SELECT is(
     jsonb_path_query_array(:'s3_report'::jsonb, '$.unfinished[*].login'),
     jsonb_build_array(:'a_login'),
     'the next sweep finds it again'
 );
 SELECT tap.exec_in('t200_other', 'DROP TABLE t200_foreign') AS ok \gset
-SELECT pg_temp.sweep() AS s4_report \gset
+SELECT tap.sweep() AS s4_report \gset
 SELECT is(
     :'s4_report'::jsonb, '{"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}',
     'once the foreign object is gone, the sweep finishes with it'
 );
 SELECT ok(
     NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'a_login')
-    AND pg_temp.row_password(:'a_login') IS null,
+    AND tap.set_login_password(:'a_login') IS null,
     'the login and its row are gone'
 );
 SELECT is(
@@ -275,45 +204,45 @@ SELECT is(
 );
 SELECT is(tap.open_as('o2', :'j_pub', 'second', 't200_ops'), 't200_ops', '... and one on second');
 SELECT is(
-    pg_temp.exec('o1', 'CREATE TABLE t200_ops_1 AS SELECT 1 AS x'), 'SELECT 1',
+    tap.exec('o1', 'CREATE TABLE t200_ops_1 AS SELECT 1 AS x'), 'SELECT 1',
     't200_ops creates a table in t200_dt'
 );
 SELECT is(
-    pg_temp.exec('o2', 'CREATE TABLE t200_ops_2 AS SELECT 2 AS x'), 'SELECT 1',
+    tap.exec('o2', 'CREATE TABLE t200_ops_2 AS SELECT 2 AS x'), 'SELECT 1',
     '... and one in t200_dt2'
 );
 SELECT is(tap.seen(:'j_dan', 'main'), '1,4', 'dan (emea, ops) sees through his set login');
 SELECT tap.login_of(:'j_dan', 'main') AS d_login \gset
 SELECT is(
-    pg_temp.owner_in('t200_dt', 't200_ops_1'), 't200_ops',
+    tap.owner_in('t200_dt', 't200_ops_1'), 't200_ops',
     'the table in t200_dt is the role''s'
 );
 
 DO $$ BEGIN PERFORM drop_datatable_role('t200_ops'); END $$;
 SELECT is(
-    pg_temp.owner_in('t200_dt', 't200_ops_1'), 't200_admin',
+    tap.owner_in('t200_dt', 't200_ops_1'), 't200_admin',
     'after the drop it is t200_dt''s admin login''s'
 );
 SELECT is(
-    pg_temp.owner_in('t200_dt2', 't200_ops_2'), 't200_admin2',
+    tap.owner_in('t200_dt2', 't200_ops_2'), 't200_admin2',
     '... and the one in t200_dt2 is t200_dt2''s admin login''s'
 );
-SELECT is(pg_temp.rows_in('t200_dt2', 't200_ops_2'), '1', '... with its rows');
+SELECT is(tap.rows_in('t200_dt2', 't200_ops_2'), '1', '... with its rows');
 SELECT ok(NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 't200_ops'), 'the role is dropped');
-SELECT matches(pg_temp.query('o1', 'SELECT 1'), '^error', 'its session on main was ended');
+SELECT matches(tap.query('o1', 'SELECT 1'), '^error', 'its session on main was ended');
 SELECT is(
-    pg_temp.row_password(:'d_login'), '',
+    tap.set_login_password(:'d_login'), '',
     'dan''s set login, holding it, is retired: empty-password row'
 );
-SELECT is(pg_temp.can_login(:'d_login'), false, '... and NOLOGIN');
-SELECT pg_temp.sweep() AS s5_report \gset
+SELECT is(tap.can_login(:'d_login'), false, '... and NOLOGIN');
+SELECT tap.sweep() AS s5_report \gset
 SELECT is(
     :'s5_report'::jsonb, '{"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}',
     'the next sweep drops it at once (it holds a dropped role), however recently used'
 );
 SELECT ok(
     NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'d_login')
-    AND pg_temp.row_password(:'d_login') IS null,
+    AND tap.set_login_password(:'d_login') IS null,
     'its login and row are gone'
 );
 SELECT is(tap.seen(:'j_dan', 'main'), '1,4', 'dan now resolves to t200_emea alone');
@@ -327,7 +256,7 @@ END $$;
 -- resolve takes the login back with a new password
 ------------------------------------------------------------------------------
 SELECT oid AS a_oid2 FROM pg_roles WHERE rolname = :'a_login' \gset
-SELECT pg_temp.row_password(:'a_login') AS a_pw \gset
+SELECT tap.set_login_password(:'a_login') AS a_pw \gset
 SELECT is(tap.open_as('r', :'j_alice', 'main'), :'a_login', 'a session as alice''s set login');
 SELECT is(
     tap.open_as('u', :'j_pub', 'main', 't200_us'), 't200_us',
@@ -336,13 +265,13 @@ SELECT is(
 
 DO $$ BEGIN PERFORM set_datatable_role_enabled('t200_us', false); END $$;
 SELECT is(
-    pg_temp.can_login(:'a_login'), false,
+    tap.can_login(:'a_login'), false,
     'disabling t200_us makes the set login holding it NOLOGIN'
 );
-SELECT is(pg_temp.row_password(:'a_login'), '', '... with an empty-password row');
-SELECT is(pg_temp.can_login('t200_us'), false, '... and the role''s own login NOLOGIN');
-SELECT matches(pg_temp.query('r', 'SELECT 1'), '^error', 'the set login''s session was ended');
-SELECT matches(pg_temp.query('u', 'SELECT 1'), '^error', 'the role''s own session was ended');
+SELECT is(tap.set_login_password(:'a_login'), '', '... with an empty-password row');
+SELECT is(tap.can_login('t200_us'), false, '... and the role''s own login NOLOGIN');
+SELECT matches(tap.query('r', 'SELECT 1'), '^error', 'the set login''s session was ended');
+SELECT matches(tap.query('u', 'SELECT 1'), '^error', 'the role''s own session was ended');
 SELECT is(tap.seen(:'j_alice', 'main'), '1,4', 'while disabled, alice holds t200_emea alone');
 
 DO $$ BEGIN PERFORM set_datatable_role_enabled('t200_us', true); END $$;
@@ -355,7 +284,7 @@ SELECT is(
     '... the same role'
 );
 SELECT ok(
-    pg_temp.can_login(:'a_login') AND pg_temp.row_password(:'a_login') NOT IN ('', :'a_pw'),
+    tap.can_login(:'a_login') AND tap.set_login_password(:'a_login') NOT IN ('', :'a_pw'),
     '... with LOGIN and a new password'
 );
 
@@ -364,7 +293,7 @@ SELECT is(
     'retire_role_set_logins_of retires the one set login holding t200_emea'
 );
 SELECT ok(
-    NOT pg_temp.can_login(:'a_login') AND pg_temp.row_password(:'a_login') = '',
+    NOT tap.can_login(:'a_login') AND tap.set_login_password(:'a_login') = '',
     '... NOLOGIN, empty-password row'
 );
 SELECT is(tap.seen(:'j_alice', 'main'), '1,2,4,5', '... and the next resolve takes it back');
@@ -372,7 +301,6 @@ SELECT is(tap.seen(:'j_alice', 'main'), '1,2,4,5', '... and the next resolve tak
 DO $$ BEGIN
     PERFORM tap.close('r');
     PERFORM tap.close('u');
-    PERFORM tap.close('t200_sweeper');
 END $$;
 
 SELECT * FROM finish();
