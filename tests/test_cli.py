@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from datatable_roles import cli
+from datatable_roles import cli, policy_lint, progress
 from test_wrapper import DT, WS, build_env, cleanup_env, sql_exec
 
 
@@ -311,15 +311,15 @@ def test_role_literals_parser():
     expr = ("((region = 'a,b'::text) AND pg_has_role(CURRENT_USER, 'r1'::name, 'member'::text)"
             " OR pg_has_role(('r2'::text)::name, 'usage') OR pg_has_role(f(x, 'no'), 'm')"
             " OR PG_HAS_ROLE('o''brien', 'member'))")
-    assert cli.role_literals(expr) == ["r1", "r2", "o'brien"]
-    assert cli.role_literals(None) == []
+    assert policy_lint.role_literals(expr) == ["r1", "r2", "o'brien"]
+    assert policy_lint.role_literals(None) == []
 
 
 def test_progress_bar_in_a_log_writes_a_line_per_quarter():
     import io
 
     stream = io.StringIO()
-    bar = cli.ProgressBar(40, stream, width=8)
+    bar = progress.ProgressBar(40, stream, width=8)
     for done in range(41):
         bar.update(done)
     bar.finish()

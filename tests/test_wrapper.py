@@ -152,13 +152,12 @@ def backend(conn: psycopg.Connection) -> tuple[int, str]:
 
 
 def test_resolution_repr_and_str_hide_the_password():
-    res = Resolution(dbname="db", login="wm_set_x", password="s3cret-p4ss", roles=("a", "b"))
+    res = Resolution(dbname="db", login="wm_set_x", password="s3cret-p4ss", roles=("a", "b"),
+                     kind="set")
     for text in (repr(res), str(res), f"{res}", f"{res!r}", str([res])):
         assert "s3cret-p4ss" not in text
         assert "wm_set_x" in text
-    assert res.kind == "set"
-    assert Resolution("db", "r", "p", ("r",)).kind == "role"
-    assert Resolution("db", "adm", "p", ("admin",)).kind == "admin"
+    assert res.kind == "set"  # given (resolve takes it from login_kind), never computed
     with pytest.raises(AttributeError):
         res.password = "other"  # frozen
 
@@ -173,6 +172,8 @@ def test_resolve_returns_a_typed_resolution(env):
     env.owner.set_datatable_default_role(WS, DT, None)
     res = env.worker.resolve(env.job("carol"), DT)
     assert res.kind == "set" and res.login.startswith("wm_set_")
+    alice = env.worker.resolve(env.job("alice"), DT)
+    assert (alice.login, alice.roles, alice.kind) == (env.emea, (env.emea,), "role")
     assert res.roles == tuple(sorted([env.emea, env.us]))
     assert res.password not in repr(res) and len(res.password) >= 32
 
@@ -286,8 +287,16 @@ def test_refusal_carries_rule_and_hint(env):
     with pytest.raises(Refused) as info:
         env.worker.resolve(env.job(None), DT)
     assert info.value.detail == "refused by rule R5"
+    assert info.value.rule == "R5"  # from the error's CONSTRAINT field
+    assert info.value.to_dict()["rule"] == "R5"
     assert "Name a role" in info.value.hint
     assert f"{WS}/{DT}" in info.value.message
+    with pytest.raises(Refused) as info:
+        env.worker.resolve(env.job("alice"), DT, env.us)
+    assert info.value.rule == "R1"
+    with pytest.raises(Refused) as info:
+        env.worker.create_datatable_role(env.uid + "_nope")
+    assert info.value.rule is None  # a missing privilege, no rule
 
 
 def test_after_a_retry_the_same_resolve_works(env):
@@ -412,7 +421,7 @@ def test_connect_refused_raises_before_any_connection(env):
 
 def test_a_wrong_password_gives_the_server_reason(env):
     res = env.worker.resolve(env.job("alice"), DT)
-    wrong = Resolution(res.dbname, res.login, "not-the-password", res.roles)
+    wrong = Resolution(res.dbname, res.login, "not-the-password", res.roles, res.kind)
     t0 = time.monotonic()
     with pytest.raises(DatatableRolesError) as info:
         with env.worker.connection(wrong):

@@ -9,7 +9,9 @@
         with dtr.connect(job_id, "main") as conn:  # pooled, logged in as res.login
             conn.execute("SELECT * FROM orders")
 
-Every call binds its values as parameters; no value is ever formatted into SQL text. Errors
+This module holds every SQL string that calls the package's functions: the CLI, the demo and
+the bench call these methods. Every call binds its values as parameters; no value is ever
+formatted into SQL text. Errors
 arrive as the classes of :mod:`datatable_roles.errors`. Each call runs in a transaction of its
 own when the metadata connection is idle (or in autocommit); a call made inside a transaction
 the caller opened becomes part of it (a savepoint), and then a set login it creates is only
@@ -23,7 +25,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeAlias
 
 import psycopg
@@ -32,7 +34,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .errors import DatatableRolesError, map_error, redact
+from .errors import DatatableRolesError, map_error
 from .migrate import migrate
 
 __all__ = ["Client", "Resolution", "JobId", "migrate"]
@@ -44,19 +46,15 @@ JobId: TypeAlias = uuid.UUID | str
 class Resolution:
     """The answer of ``resolve_datatable_role``: log in to ``dbname`` as ``login`` with
     ``password``; the login holds exactly ``roles`` (sorted; ``("admin",)`` for the data
-    table's admin login). The password never shows in ``repr`` or ``str``."""
+    table's admin login). ``kind`` is the function's ``login_kind``: ``admin`` (the admin
+    login), ``role`` (one catalog role's own login) or ``set`` (a set login). The password
+    never shows in ``repr`` or ``str``."""
 
     dbname: str
     login: str
     password: str = field(repr=False)
     roles: tuple[str, ...]
-
-    @property
-    def kind(self) -> str:
-        """``admin`` (the admin login), ``role`` (one catalog role's login) or ``set``."""
-        if self.roles == ("admin",):
-            return "admin"
-        return "role" if len(self.roles) == 1 else "set"
+    kind: str
 
 
 PoolKey: TypeAlias = tuple[str, str]
@@ -113,8 +111,10 @@ class Client:
         if self._owns_conn:
             self.conn.close()
 
-    def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run one statement in its own transaction (or savepoint); map errors."""
+    def _rows(self, query: str, params: Sequence[Any] = (),
+              secrets: Sequence[str] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in its own transaction (or savepoint); map errors, with
+        ``secrets`` redacted from their texts."""
         with self._lock:
             try:
                 if self.conn.autocommit:
@@ -122,10 +122,11 @@ class Client:
                 with self.conn.transaction():
                     return self.conn.execute(query, params).fetchall()
             except psycopg.Error as e:
-                raise map_error(e) from None
+                raise map_error(e, secrets) from None
 
-    def _value(self, query: str, params: Sequence[Any] = ()) -> Any:
-        rows = self._rows(query, params)
+    def _value(self, query: str, params: Sequence[Any] = (),
+               secrets: Sequence[str] = ()) -> Any:
+        rows = self._rows(query, params, secrets)
         return rows[0][0] if rows else None
 
     @staticmethod
@@ -182,11 +183,9 @@ class Client:
     def register_datatable(self, workspace: str, name: str, dbname: str, admin_login: str,
                            admin_password: str) -> int:
         """Registers a data table (default role admin); returns its id."""
-        try:
-            return int(self._value("SELECT register_datatable(%s, %s, %s, %s, %s)",
-                                   [workspace, name, dbname, admin_login, admin_password]))
-        except DatatableRolesError as e:
-            raise _scrubbed(e, admin_password) from None
+        return int(self._value("SELECT register_datatable(%s, %s, %s, %s, %s)",
+                               [workspace, name, dbname, admin_login, admin_password],
+                               secrets=[admin_password]))
 
     def reference_datatable(self, workspace: str, name: str, governing_workspace: str,
                             governing_name: str) -> int:
@@ -238,12 +237,12 @@ class Client:
         """The login the job's connection to ``datatable`` uses; raises
         :class:`~datatable_roles.errors.Refused` when no role serves."""
         rows = self._rows(
-            "SELECT dbname, login, password, roles"
+            "SELECT dbname, login, password, roles, login_kind"
             " FROM resolve_datatable_role(%s::uuid, %s, %s, %s)",
             [self._uuid(job_id), datatable, role, for_migration])
-        dbname, login, password, roles = rows[0]
+        dbname, login, password, roles, kind = rows[0]
         return Resolution(dbname=dbname, login=login, password=password,
-                          roles=tuple(roles or ()))
+                          roles=tuple(roles or ()), kind=kind)
 
     def explain(self, job_id: JobId, datatable: str, role: str | None = None) -> dict[str, Any]:
         """The decision, step by step (no side effects): see explain_datatable_role."""
@@ -254,6 +253,24 @@ class Client:
         """The result cache path of this run (it belongs to the run's recorded viewer)."""
         return str(self._value("SELECT cached_result_path(%s::uuid, %s, %s::jsonb)",
                                [self._uuid(job_id), runnable, Jsonb(args)]))
+
+    # ---- operating (owner only) -----------------------------------------------------------
+
+    def grant_worker(self, worker: str) -> None:
+        """Lets the platform's worker role call what the worker calls (resolve, explain,
+        record_job_start, cached_result_path)."""
+        self._rows("SELECT datatable_roles.grant_worker(%s)", [worker])
+
+    def status_report(self) -> dict[str, Any]:
+        """``datatable_roles.status_report()``: the instance's settings, data tables (with
+        roles and tenants), catalog roles and set logins, as plain data (what ``status
+        --json`` prints). No password is in it."""
+        return dict(self._value("SELECT datatable_roles.status_report()"))
+
+    def sweep_candidates(self, unused_for: timedelta | str | None = None) -> list[str]:
+        """The set logins a sweep with ``unused_for`` would examine now, in its order."""
+        return [r[0] for r in self._rows(
+            "SELECT * FROM datatable_roles.sweep_candidates(%s::interval)", [unused_for])]
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -282,6 +299,23 @@ class Client:
                 if not was_autocommit and not conn.closed:
                     conn.autocommit = False
         return dict(row[0]) if row and row[0] else {}
+
+    # ---- internals (owner only; for tests and the bench, not a stable API) ---------------
+
+    def clock_now(self) -> datetime:
+        """The package clock (now() plus the settings' clock_offset)."""
+        return self._value("SELECT datatable_roles.clock_now()")
+
+    def ensure_set_login(self, role_ids: Sequence[int]) -> str:
+        """Makes (or takes back) the set login of exactly these catalog role ids, as a
+        resolve would; returns its name."""
+        return str(self._value("SELECT login FROM datatable_roles.ensure_set_login(%s)",
+                               [list(role_ids)]))
+
+    def member_keys(self, workspace: str, username: str) -> list[str]:
+        """The tenant keys that name the user (u/..., g/..., f/...)."""
+        return list(self._value("SELECT datatable_roles.member_keys(%s, %s)",
+                                [workspace, username]) or [])
 
     # ---- connections to data tables ------------------------------------------------------
 
@@ -375,9 +409,3 @@ def _reset_session(conn: psycopg.Connection[Any]) -> None:
         conn.execute("DISCARD ALL")
     finally:
         conn.autocommit = autocommit
-
-
-def _scrubbed(err: DatatableRolesError, *secrets: str) -> DatatableRolesError:
-    """A copy of ``err`` with ``secrets`` removed from its texts."""
-    return type(err)(redact(err.message, secrets) or "", sqlstate=err.sqlstate,
-                     hint=redact(err.hint, secrets), detail=redact(err.detail, secrets))

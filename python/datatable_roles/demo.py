@@ -20,10 +20,11 @@ from typing import Any, TextIO
 import psycopg
 from psycopg import sql
 
-from .cli import format_table, lint_database, render_explain, render_status, collect_status
 from .client import Client, Resolution
 from .devcluster import Cluster
-from .errors import DatatableRolesError
+from .errors import DatatableRolesError, Refused
+from .policy_lint import lint_database
+from .render import format_table, render_explain, render_status
 from .scram import scram_sha256_verifier
 
 META_DB = "dtr_demo_meta"
@@ -117,7 +118,7 @@ def login_label(res: Resolution) -> str:
 
 
 def refusal_label(err: DatatableRolesError) -> str:
-    rule = (err.detail or "").replace("refused by rule ", "")
+    rule = err.rule if isinstance(err, Refused) else None
     return f"REFUSED{f' ({rule})' if rule else ''}"
 
 
@@ -133,9 +134,8 @@ class Demo:
 
     def install(self) -> list[str]:
         applied = self.cluster.create_metadata_database(META_DB)
-        with psycopg.connect(self.cluster.owner_conninfo(META_DB), autocommit=True) as conn:
-            conn.execute("SELECT datatable_roles.grant_worker(%s)", [self.cluster.worker])
         self.owner = Client(self.cluster.owner_conninfo(META_DB))
+        self.owner.grant_worker(self.cluster.worker)
         self.worker = Client(self.cluster.worker_conninfo(META_DB))
         return applied
 
@@ -344,7 +344,7 @@ class Demo:
             "8. status: what the operator sees (CLI: datatable-roles status)",
             "Set logins exist only for sets some viewer connected with; each records its last",
             "use at most once a day, and `datatable-roles sweep` drops those unused for 30 days.")
-        data = collect_status(self.owner.conn)
+        data = self.owner.status_report()
         t.sections[-1]["status"] = {"set_logins": len(data["set_logins"])}
         for line in render_status(data).splitlines():
             t.say(line)

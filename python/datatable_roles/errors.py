@@ -1,7 +1,8 @@
 """Exceptions of the Python wrapper, one class per documented SQLSTATE class.
 
 Every public SQL function raises with a documented SQLSTATE (SPEC section 9); ``map_error``
-turns the psycopg error into the matching class below. Only the server's primary message,
+turns the psycopg error into the matching class below. A refusal also names its rule in the
+error's CONSTRAINT field, which becomes ``Refused.rule``. Only the server's primary message,
 detail and hint are kept: never the CONTEXT (an EXECUTE'd statement shows its whole text
 there) and never the statement or its parameters. Anything that still looks like a password
 (``password=...`` in a conninfo, a SCRAM verifier, or a secret the caller names) is redacted.
@@ -65,7 +66,18 @@ class DatatableRolesError(Exception):
 
 
 class Refused(DatatableRolesError):
-    """42501: resolution refused (R1, R5, R8), or the caller lacks a privilege."""
+    """42501: resolution refused, or the caller lacks a privilege. ``rule`` is the rule that
+    refused (``R1``, ``R5``, ``R8``, ...: the server sets it as the error's CONSTRAINT
+    field), None for a missing privilege."""
+
+    rule: str | None
+
+    def __init__(self, message: str, *, rule: str | None = None, **kwargs: str | None) -> None:
+        super().__init__(message, **kwargs)
+        self.rule = rule
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {**super().to_dict(), "rule": self.rule}
 
 
 class InvalidInput(DatatableRolesError):
@@ -146,6 +158,10 @@ def map_error(err: psycopg.Error, secrets: Iterable[str] = ()) -> DatatableRoles
         # libpq message. Keep its first line only (CONTEXT, if any, follows).
         primary = (str(err).splitlines() or [type(err).__name__])[0]
     cls = error_class_for(err.sqlstate)
+    extra: dict[str, str | None] = {}
+    if issubclass(cls, Refused):
+        extra["rule"] = diag.constraint_name if diag is not None else None
     return cls(redact(primary, secrets) or "", sqlstate=err.sqlstate,
                hint=redact(diag.message_hint if diag is not None else None, secrets),
-               detail=redact(diag.message_detail if diag is not None else None, secrets))
+               detail=redact(diag.message_detail if diag is not None else None, secrets),
+               **extra)

@@ -1,0 +1,219 @@
+"""Text for people: the tables and lines that ``status``, ``explain``, ``sweep`` and
+``lint-policies`` print (and the demo shows), and ``--json`` output.
+
+Every function here takes plain data (what the SQL functions return, through the client) and
+returns a string; nothing here connects to a database. What is worded for people lives here
+and not in SQL: the admin warning, ages such as "3 min ago", the words for a set login's
+state.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+# ---- cells, tables, JSON ----------------------------------------------------------------
+
+
+def cell(value: Any) -> str:
+    """One value as table text."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell(v) for v in value) if value else "-"
+    return str(value)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
+                 indent: str = "  ") -> str:
+    """Left-aligned columns, a dashed rule under the headers, two spaces between columns."""
+    text_rows = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in text_rows]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return (indent + "  ".join(v.ljust(w) for v, w in zip(values, widths))).rstrip()
+
+    out = [line(headers), line(["-" * w for w in widths])]
+    out += [line(r) for r in text_rows]
+    if not text_rows:
+        out.append(indent + "(none)")
+    return "\n".join(out)
+
+
+def to_json(data: Any) -> str:
+    """``--json`` output: indented, timestamps as ISO 8601, intervals and UUIDs as text."""
+    def default(o: Any) -> Any:
+        if isinstance(o, datetime):
+            return o.isoformat()
+        if isinstance(o, (timedelta, uuid.UUID)):
+            return str(o)
+        raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+    return json.dumps(data, indent=2, default=default, sort_keys=False)
+
+
+def timestamp(value: str | datetime | None) -> datetime | None:
+    """A timestamp of a JSON report (ISO 8601 text, as PostgreSQL writes timestamptz into
+    jsonb) as a datetime; None stays None."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value)
+
+
+def age(seconds: float | None) -> str:
+    """How long ago, for people: 'just now', '5 min ago', '3 h ago', '31 days ago'."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    return f"{int(seconds // 86400)} days ago"
+
+
+# ---- status -----------------------------------------------------------------------------
+
+ADMIN_WARNING = ("WARNING: the default role is admin: a connection naming no role logs in as "
+                 "the admin login, which owns the tables and bypasses row-level security.")
+
+
+def set_login_state(login: dict[str, Any]) -> str:
+    """A set login's state in words, from status_report's active/login_exists/stale."""
+    if login["active"] and login["login_exists"]:
+        state = "active"
+    elif login["login_exists"]:
+        state = "retired (taken back on next use)"
+    else:
+        state = "gone (made again on next use)"
+    if login["stale"]:
+        state += ", unused: next sweep drops it"
+    return state
+
+
+def render_status(report: dict[str, Any]) -> str:
+    """The text of ``status`` from ``datatable_roles.status_report()``."""
+    out = [f"Instance {report['instance_id']} (set logins unused for {report['unused_after']} "
+           f"are swept; last use is recorded at most every {report['touch_every']})"]
+    if report["clock_offset"] != "00:00:00":
+        out.append(f"  note: the package clock runs {report['clock_offset']} ahead (tests)")
+    out.append("")
+    if not report["datatables"]:
+        out.append("No data tables registered.")
+    for d in report["datatables"]:
+        title = f"Data table {d['workspace']}/{d['name']}"
+        if "reference_to" in d:
+            out.append(f"{title}: a reference to {d['reference_to']} (which decides everything)")
+            out.append("")
+            continue
+        out.append(f"{title} (database {d['dbname']}, admin login {d['admin_login']})")
+        default = d["default_role"]
+        out.append(f"  default role: {default if default else '(none): viewer roles only'}")
+        if d["default_is_admin"]:
+            out.append(f"  {ADMIN_WARNING}")
+        out.append(format_table(["role", "enabled", "tenants"],
+                                [[r["role"], r["enabled"], r["tenants"] or "(nobody)"]
+                                 for r in d["roles"]], indent="    "))
+        out.append("")
+    out.append("Catalog roles")
+    out.append(format_table(["role", "id", "enabled", "login", "in maps", "created"],
+                            [[r["name"], r["id"], r["enabled"],
+                              "can log in" if r["can_login"] else "NOLOGIN", r["maps"],
+                              timestamp(r["created_at"])] for r in report["catalog_roles"]]))
+    out.append("")
+    out.append("Set logins (one per set of roles some viewer connected with)")
+    out.append(format_table(["login", "roles", "created", "last used", "state"],
+                            [[s["login"], s["roles"], timestamp(s["created_at"]),
+                              f"{cell(timestamp(s['last_used_at']))} "
+                              f"({age(s['idle_seconds'])})",
+                              set_login_state(s)]
+                             for s in report["set_logins"]]))
+    return "\n".join(out)
+
+
+# ---- explain ----------------------------------------------------------------------------
+
+
+def _explain_value(value: Any) -> str:
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        parts = []
+        for v in value:
+            if set(v) == {"role", "named_by"}:
+                parts.append(f"{v['role']} (named by {cell(v['named_by'])})")
+            else:
+                parts.append(", ".join(f"{k}={cell(x)}" for k, x in v.items()))
+        return "; ".join(parts)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={cell(v)}" for k, v in value.items())
+    if isinstance(value, list) and not value:
+        return "(none)"
+    return cell(value)
+
+
+# The order in which explain's step keys read best (jsonb sorts them otherwise).
+_STEP_KEYS = ("permissioned_as", "governing", "reference", "workspace_admin", "keys",
+              "memberships", "role", "usable", "admin", "default", "gives", "viewer", "member",
+              "roles")
+
+
+def render_explain(data: dict[str, Any]) -> str:
+    """The text of ``explain`` from ``explain_datatable_role``'s report."""
+    role = data.get("role")
+    out = [f"Job {data.get('job_id')} on data table {data.get('datatable')!r}, "
+           + (f"role {role!r} named" if role else "no role named")]
+    for i, step in enumerate(data.get("steps") or [], 1):
+        rule = step.get("rule")
+        out.append(f"  {i}. {step.get('step')}" + (f" [{rule}]" if rule else ""))
+        keys = [k for k in _STEP_KEYS if k in step]
+        keys += sorted(k for k in step if k not in keys and k not in ("step", "rule", "why"))
+        keys += ["why"] if "why" in step else []
+        for key in keys:
+            out.append(f"       {key}: {_explain_value(step[key])}")
+    refused = data.get("refused")
+    if refused:
+        out.append(f"  => REFUSED by {refused.get('rule')}: {refused.get('message')}")
+        if refused.get("hint"):
+            out.append(f"     hint: {refused['hint']}")
+    else:
+        exists = "exists" if data.get("login_exists") else "made on first resolve"
+        out.append(f"  => login {data.get('login')} ({data.get('login_kind')} login, {exists}),"
+                   f" roles {cell(data.get('roles'))}, database {data.get('dbname')}")
+    return "\n".join(out)
+
+
+# ---- sweep ------------------------------------------------------------------------------
+
+
+def render_sweep(report: dict[str, Any]) -> str:
+    """The text of ``sweep`` from the procedure's report."""
+    out = [f"Sweep: {report.get('examined', 0)} examined, {report.get('dropped', 0)} dropped, "
+           f"{report.get('skipped', 0)} skipped (used meanwhile), "
+           f"{len(report.get('unfinished') or [])} unfinished"]
+    if report.get("unfinished"):
+        out.append(format_table(["login", "reason (next sweep tries again)"],
+                                [[u.get("login"), u.get("reason")]
+                                 for u in report["unfinished"]]))
+    return "\n".join(out)
+
+
+# ---- lint-policies ----------------------------------------------------------------------
+
+
+def render_lint(findings: list[dict[str, Any]], databases: int) -> str:
+    """The text of ``lint-policies`` from :func:`datatable_roles.policy_lint.lint_database`'s
+    findings over ``databases`` databases."""
+    if not findings:
+        return f"No policy names a missing role ({databases} database(s) checked)."
+    return (format_table(["database", "table", "policy", "clause", "missing role"],
+                         [[f["database"], f["table"], f["policy"], f["clause"],
+                           f["missing_role"]] for f in findings])
+            + f"\n{len(findings)} policy clause(s) name a role that does not exist: "
+              "queries they apply to fail (renamed or dropped role?).")
