@@ -6,6 +6,8 @@
 #   make bench   the speed ratios of README.md, on a throwaway cluster (a few minutes)
 #   make lint    sqlfluff only (no cluster)
 #   make schema  regenerate sql/schema.sql from the migrations
+#   make migration NAME=x  start the next numbered migration, stamped with the digest of
+#                sql/functions/ (every function change ships with one: docs/operating.md)
 #   make clean   remove the virtualenv and caches
 
 VENV ?= .venv
@@ -16,7 +18,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.deps-installed
 DEVCLUSTER := $(VENV)/bin/python -m datatable_roles.devcluster
 
-.PHONY: deps apt-deps test demo bench lint schema clean
+.PHONY: deps apt-deps test demo bench lint schema migration clean
 
 deps: apt-deps $(STAMP)
 
@@ -54,6 +56,18 @@ lint: $(STAMP)
 
 schema: deps
 	$(DEVCLUSTER) schema --output sql/schema.sql
+
+MIGRATIONS := python/datatable_roles/sql/migrations
+migration:
+	@test -n "$(NAME)" || { echo "usage: make migration NAME=<what_changes>" >&2; exit 2; }
+	@last=$$(cd $(MIGRATIONS) && ls [0-9]*.sql | LC_ALL=C sort | tail -n 1); \
+	next=$$(printf '%04d' $$(expr $${last%%_*} + 1)); \
+	file=$(MIGRATIONS)/$${next}_$(NAME).sql; \
+	digest=$$(cat $$(ls python/datatable_roles/sql/functions/*.sql | LC_ALL=C sort) \
+	          | sha256sum | cut -c1-64); \
+	printf -- '-- depends: %s\n-- functions: %s\n-- What this migration changes, and why.\n' \
+	    "$${last%.sql}" "$$digest" > $$file; \
+	echo "wrote $$file"
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/.pytest_cache .hypothesis python/*.egg-info

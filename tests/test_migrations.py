@@ -1,0 +1,109 @@
+"""Migrations: empty to head, the committed schema snapshot, and the rules that make a change
+reach every install (docs/operating.md, "Changing the package").
+
+- Migrations are append-only: yoyo knows a migration by its file name, so a committed
+  migration that changes never reaches a database that applied it.
+- Functions live in sql/functions/ and are applied by the post-apply hook, which yoyo runs
+  only when some migration is pending: a change to a function file ships with a new
+  migration whose header names the new digest.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+from psycopg import sql
+
+from datatable_roles.devcluster import schema_snapshot
+from datatable_roles.migrate import FUNCTIONS_DIR, MIGRATIONS_DIR, SQL_DIR, migrate
+
+REPO = Path(__file__).resolve().parents[1]
+SNAPSHOT = SQL_DIR / "schema.sql"
+# Release 0.1.0: migrations 0001-0009 as they were installed (see tests/test_upgrade.py).
+RELEASE_0_1_0 = "845082076a3c246927a9b81430a4c5b0bd88f851"
+STAMP = re.compile(r"^-- functions: ([0-9a-f]{64})$", re.M)
+
+
+def functions_digest() -> str:
+    """What post-apply.py records: sha256 over the function files, in file-name order."""
+    return hashlib.sha256(b"".join(
+        p.read_bytes() for p in sorted(FUNCTIONS_DIR.glob("*.sql")))).hexdigest()
+
+
+def numbered_migrations() -> list[Path]:
+    return sorted(p for p in MIGRATIONS_DIR.glob("[0-9]*.sql"))
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture
+def fresh_db(cluster):
+    dbname = "dtr_mig_" + secrets.token_hex(4)
+    yield dbname
+    with cluster.connect_super() as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(dbname)))
+
+
+def test_migrations_apply_once_and_record_the_functions_installed(cluster, fresh_db):
+    assert cluster.create_metadata_database(fresh_db), "no migration was applied"
+    assert migrate(cluster.owner_conninfo(fresh_db)) == []
+    with cluster.connect_super(fresh_db) as conn:
+        (installed,) = conn.execute(
+            "SELECT functions_sha256 FROM datatable_roles.settings").fetchone()
+    assert installed == functions_digest()
+
+
+def test_schema_matches_snapshot(cluster):
+    actual = schema_snapshot(cluster)
+    expected = SNAPSHOT.read_text() if SNAPSHOT.exists() else ""
+    if actual != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.splitlines(keepends=True), actual.splitlines(keepends=True),
+            "sql/schema.sql (committed)", "schema from migrations (fresh database)"))
+        pytest.fail(
+            "The schema built by the migrations differs from sql/schema.sql."
+            " If the change is intended, run `make schema` and commit sql/schema.sql.\n"
+            + diff, pytrace=False)
+
+
+def test_a_function_change_ships_with_a_new_migration():
+    """The newest migration that names a functions digest names the current one: otherwise a
+    database that already applied every migration would never see the changed functions."""
+    stamped = [(p, m.group(1)) for p in numbered_migrations()
+               for m in [STAMP.search(p.read_text())] if m]
+    assert stamped, "no migration names a functions digest (-- functions: <sha256>)"
+    newest, digest = stamped[-1]
+    if digest != functions_digest():
+        pytest.fail(
+            f"sql/functions/ changed since {newest.name} (its digest {digest[:12]}…, the files'"
+            f" {functions_digest()[:12]}…). Add a new migration, e.g. `make migration"
+            f" NAME=<what changed>`, which writes `-- functions: {functions_digest()}`;"
+            " never edit a migration that was committed.", pytrace=False)
+
+
+def test_committed_migrations_never_change():
+    """A released (0.1.0) migration is byte for byte what was released; a later one is what
+    was first committed. yoyo would not apply a changed file to a database that has it."""
+    changed = []
+    for path in numbered_migrations():
+        if path.stem <= "0009_lifecycle":
+            original = git("show", f"{RELEASE_0_1_0}:migrations/{path.name}")
+        else:
+            rel = path.relative_to(REPO).as_posix()
+            first = git("log", "--diff-filter=A", "--format=%H", "--", rel).split()
+            if not first:
+                continue  # not committed yet: still free to change
+            original = git("show", f"{first[-1]}:{rel}")
+        if original != path.read_text():
+            changed.append(path.name)
+    assert changed == [], f"committed migrations changed: {changed}; add a new one instead"
