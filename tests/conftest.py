@@ -1,4 +1,4 @@
-"""pytest fixtures against a throwaway PostgreSQL cluster.
+"""pytest fixtures against a throwaway PostgreSQL cluster (the helpers are in support.py).
 
 Inside `python -m datatable_roles.devcluster run -- ...` the cluster comes from the exported
 PG*/DTR_* variables; otherwise the session starts (and at the end removes) its own.
@@ -7,24 +7,12 @@ PG*/DTR_* variables; otherwise the session starts (and at the end removes) its o
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from datatable_roles.devcluster import Cluster
-from datatable_roles.scram import scram_sha256_verifier
-
-
-@dataclass(frozen=True)
-class MetaDB:
-    """A metadata database cloned from the template (the package installed)."""
-
-    name: str
-    owner_conninfo: str
-    worker_conninfo: str
-    super_conninfo: str
+from support import Scratch, build_world
+from support import drop_role  # noqa: F401 - tests/test_upgrade.py imports it from here
 
 
 @pytest.fixture(scope="session")
@@ -46,86 +34,61 @@ def cluster():
         c.stop()
 
 
-def drop_database(cluster: Cluster, name: str) -> None:
-    with cluster.connect_super() as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
-
-
-def drop_role(cluster: Cluster, name: str) -> None:
-    """End the role's sessions and drop it, with whatever it owns or was granted anywhere."""
-    with cluster.connect_super() as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                     " WHERE usename = %s", [name])
-        try:
-            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
-            return
-        except psycopg.errors.DependentObjectsStillExist:
-            dbs = [r[0] for r in conn.execute(
-                "SELECT datname FROM pg_database WHERE datallowconn")]
-    for db in dbs:
-        with cluster.connect_super(db) as conn:
-            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with cluster.connect_super() as conn:
-        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
-
-
-@pytest.fixture
-def meta_db(cluster):
-    """A fresh metadata database (clone of the template, owned by the package owner) with
-    its own instance id; dropped afterwards."""
-    name = "dtr_meta_" + secrets.token_hex(4)
-    with cluster.connect_super() as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
-            sql.Identifier(name), sql.Identifier(cluster.template),
-            sql.Identifier(cluster.owner)))
-    try:
-        with cluster.connect_super(name) as conn:
-            (has_instance_id,) = conn.execute(
-                "SELECT EXISTS (SELECT FROM pg_attribute"
-                " WHERE attrelid = to_regclass('datatable_roles.settings')"
-                " AND attname = 'instance_id' AND NOT attisdropped)").fetchone()
-            if has_instance_id:
-                conn.execute("UPDATE datatable_roles.settings SET instance_id = gen_random_uuid()")
-        yield MetaDB(
-            name=name,
-            owner_conninfo=cluster.owner_conninfo(name),
-            worker_conninfo=cluster.worker_conninfo(name),
-            super_conninfo=cluster.superuser_conninfo(name),
-        )
-    finally:
-        drop_database(cluster, name)
-
-
-@pytest.fixture
-def datatable_db(cluster):
-    """Factory: make(prefix="dt") -> (dbname, admin_login, admin_password).
-
-    Creates a LOGIN role with a random password, grants it to the package owner, and creates
-    a database it owns; all of it is dropped afterwards."""
-    made: list[tuple[str, str]] = []
-
-    def make(prefix: str = "dt") -> tuple[str, str, str]:
-        base = f"{prefix}_{secrets.token_hex(3)}"
-        dbname, admin = base, base + "_admin"
-        password = secrets.token_urlsafe(24)
-        with cluster.connect_super() as conn:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-                sql.Identifier(admin), sql.Literal(scram_sha256_verifier(password))))
-            made.append((dbname, admin))
-            conn.execute(sql.SQL("GRANT {} TO {}").format(
-                sql.Identifier(admin), sql.Identifier(cluster.owner)))
-            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                sql.Identifier(dbname), sql.Identifier(admin)))
-        return dbname, admin, password
-
-    yield make
-    for dbname, admin in reversed(made):
-        drop_database(cluster, dbname)
-        drop_role(cluster, admin)
-
-
 @pytest.fixture
 def uid() -> str:
     """A short unique lowercase prefix for cluster-wide names, e.g. 't3f9a0c'."""
     return "t" + secrets.token_hex(3)
+
+
+@pytest.fixture
+def scratch(cluster):
+    """What this test makes on the cluster (support.Scratch), dropped when it ends: the
+    databases made through it and every role that did not exist when it began."""
+    s = Scratch(cluster)
+    yield s
+    s.clean()
+
+
+@pytest.fixture
+def new_meta_db(scratch):
+    """Factory: new_meta_db() -> support.MetaDB, a fresh clone of the template with its own
+    instance id and the worker granted."""
+    return scratch.meta_db
+
+
+@pytest.fixture
+def meta_db(new_meta_db):
+    """A fresh metadata database (see new_meta_db)."""
+    return new_meta_db()
+
+
+@pytest.fixture
+def datatable_db(scratch):
+    """Factory: datatable_db(prefix="dt") -> support.DataTableDB (dbname, admin_login,
+    admin_password): a LOGIN role with a random password, granted to the package owner,
+    owning a new database."""
+    return scratch.datatable_db
+
+
+@pytest.fixture
+def orders_db(scratch):
+    """Factory, the RLS fixture: orders_db({region: role}) -> support.DataTableDB whose admin
+    login owns `orders` (support.ORDERS) under row-level security, a policy per region."""
+    return scratch.orders_db
+
+
+@pytest.fixture
+def make_world(scratch, meta_db, uid):
+    """Factory: make_world(meta=None, tag="", **spec) -> support.World, built by
+    support.build_world in meta_db (or `meta`) with cluster-wide names prefixed by
+    uid + tag; its sessions are closed when the test ends."""
+    worlds = []
+
+    def make(meta=None, tag: str = "", **spec):
+        w = build_world(scratch, meta or meta_db, uid + tag, **spec)
+        worlds.append(w)
+        return w
+
+    yield make
+    for w in worlds:
+        w.close()

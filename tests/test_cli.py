@@ -15,16 +15,13 @@ import pytest
 from psycopg import sql
 
 from datatable_roles import cli, policy_lint, progress
-from test_wrapper import DT, WS, build_env, cleanup_env, sql_exec
+from support import ACME, DT, WS, sql_exec
 
 
 @pytest.fixture
-def env(cluster, meta_db, datatable_db, uid):
-    e = build_env(cluster, meta_db, datatable_db, uid)
-    try:
-        yield e
-    finally:
-        cleanup_env(e)
+def env(make_world):
+    """support.ACME, the world of test_wrapper.py."""
+    return make_world(**ACME)
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -301,7 +298,6 @@ def test_lint_policies(env, capsys):
     with env.cluster.connect_super(env.dbname) as conn:
         conn.execute("DROP POLICY ghostly ON orders")
     env.owner.rename_datatable_role(env.us, env.us + "_new")
-    env.extra_roles.append(env.us + "_new")
     code, data, _ = run_json(capsys, "--json", "lint-policies", "--dsn", admin_dsn)
     assert code == 1 and [(f["policy"], f["missing_role"]) for f in data["findings"]] == [
         ("us", env.us)]

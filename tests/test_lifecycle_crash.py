@@ -19,9 +19,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from lifecycle_support import (
-    FaultHold, Runner, World, arm, authenticates, check_rows_authenticate, create_table_as,
-    disarm, drop_datatable_dbs, drop_new_roles, make_datatable_dbs, make_world, roles_now,
+from support import (
+    LIFECYCLE, FaultHold, Runner, Scratch, World, arm, authenticates, check_rows_authenticate,
+    create_table_as, disarm,
 )
 
 RUNS = 3
@@ -55,33 +55,34 @@ PARAMS = [
 def shared_tables(cluster):
     """Two data table databases, shared by the tests of this file (each run registers them in
     its own workspace, with its own roles and tables)."""
-    tables = make_datatable_dbs(cluster, "crashdt", 2)
-    yield tables
-    drop_datatable_dbs(cluster, tables)
+    scratch = Scratch(cluster)
+    yield [scratch.datatable_db("crashdt") for _ in range(2)]
+    scratch.clean()
 
 
-def _world(cluster, meta_db, uid, run, tables) -> World:
+def _world(make_world, run, tables) -> tuple[World, dict[str, str]]:
     """Run `run` of a test: its own workspace ws<run> and roles <uid>r<run>_{a,b,c} in the
     test's metadata database. vic resolves to the set login L of {a, b} (on both data
     tables), which creates table <uid>r<run>_made in each; role b's own login creates
-    <uid>r<run>_b_made in each. neo is a tenant of a, b and c: a set nobody resolved yet."""
-    prefix = f"{uid}r{run}"
-    w = make_world(cluster, meta_db, None, prefix, tables=tables, ws=f"ws{run}", tenants={
-        "a": ["u/vic", "u/neo"], "b": ["u/vic", "u/neo"], "c": ["u/neo"]})
+    <uid>r<run>_b_made in each. neo is a tenant of a, b and c: a set nobody resolved yet.
+    Returns the world and those names."""
+    w = make_world(**LIFECYCLE | dict(
+        tag=f"r{run}", ws=f"ws{run}", datatables=tables,
+        tenants={"a": ["u/vic", "u/neo"], "b": ["u/vic", "u/neo"], "c": ["u/neo"]}))
+    prefix = w.uid
     _db, login, password, roles = w.resolve("vic")
-    assert login.startswith("wm_set_") and roles == sorted(w.roles[:2])
+    assert login.startswith("wm_set_") and roles == sorted([w.a, w.b])
     for t in w.tables:
         assert w.resolve("vic", t.name)[1] == login
         create_table_as(w, login, password, f"{prefix}_made", t.dbname)
-        _db, b_login, b_password, _r = w.resolve("vic", t.name, role=w.roles[1])
+        _db, b_login, b_password, _r = w.resolve("vic", t.name, role=w.b)
         create_table_as(w, b_login, b_password, f"{prefix}_b_made", t.dbname, rows=2)
-    w.names = {"set_login": login, "b_login": w.roles[1],
+    return w, {"set_login": login, "b_login": w.b,
                "made": f"{prefix}_made", "b_made": f"{prefix}_b_made"}
-    return w
 
 
 def _run_step(w: World, step: str, conn: psycopg.Connection):
-    a, b = w.roles[0], w.roles[1]
+    a, b = w.a, w.b
     if step == "resolve_new":
         return w.resolve("neo", conn=conn)
     if step == "resolve_retired":
@@ -101,7 +102,7 @@ def _prepare(w: World, step: str) -> None:
     if step == "resolve_retired":
         # the set login's row loses its password (and the login LOGIN): the next resolve
         # takes it back with a new password, the step the fault points interrupt
-        w.call("SELECT retire_role_set_logins_of(%s)", [w.roles[0]])
+        w.call("SELECT retire_role_set_logins_of(%s)", [w.a])
     if step == "sweep":
         w.advance_clock("31 days")
 
@@ -119,13 +120,13 @@ def _check_invariants(w: World, names: dict, pw_before: dict[str, str]) -> None:
             owner = w.table_owner(table, t.dbname)
             assert owner is not None, f"{table} in {t.dbname} was lost"
             assert w.table_rows(table, t.dbname) == n
-            allowed = {t.admin} | ({creator} if w.role_state(creator)[0] else set())
+            allowed = {t.admin_login} | ({creator} if w.role_state(creator)[0] else set())
             assert owner in allowed, f"{table} in {t.dbname} belongs to {owner}"
 
 
 def _heal(w: World, names: dict, step: str, conn: psycopg.Connection) -> None:
     """The next use, and then a sweep, heal whatever the interrupted step left."""
-    a, b = w.roles[0], w.roles[1]
+    a, b = w.a, w.b
     if step == "drop_datatable_role":
         conn.execute("SELECT drop_datatable_role(%s)", [b])
         assert not w.role_state(b)[0]
@@ -142,9 +143,9 @@ def _heal(w: World, names: dict, step: str, conn: psycopg.Connection) -> None:
     assert w.rows() == {}, "a finished sweep of stale logins leaves no row"
     assert not w.role_state(names["set_login"])[0]
     for t in w.tables:
-        assert w.table_owner(names["made"], t.dbname) == t.admin
+        assert w.table_owner(names["made"], t.dbname) == t.admin_login
         assert w.table_rows(names["made"], t.dbname) == 3
-        expected_b = t.admin if step == "drop_datatable_role" else names["b_login"]
+        expected_b = t.admin_login if step == "drop_datatable_role" else names["b_login"]
         assert w.table_owner(names["b_made"], t.dbname) == expected_b
     again = w.sweep(conn)
     assert again == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
@@ -157,24 +158,16 @@ def _heal(w: World, names: dict, step: str, conn: psycopg.Connection) -> None:
 
 
 @pytest.mark.parametrize(("point", "step", "action"), PARAMS)
-def test_crash_at_fault_point(cluster, meta_db, uid, shared_tables, point, step, action):
-    before = roles_now(cluster)
-    try:
-        for run in range(1, RUNS + 1):
-            w = _world(cluster, meta_db, uid, run, shared_tables)
-            try:
-                _crash_once(w, point, step, action)
-            finally:
-                w.close()
-    finally:
-        drop_new_roles(cluster, before, [t.dbname for t in shared_tables])
+def test_crash_at_fault_point(make_world, shared_tables, point, step, action):
+    for run in range(1, RUNS + 1):
+        w, names = _world(make_world, run, shared_tables)
+        _crash_once(w, names, point, step, action)
 
 
-def _crash_once(w: World, point: str, step: str, action: str) -> None:
-    names = w.names
+def _crash_once(w: World, names: dict[str, str], point: str, step: str, action: str) -> None:
     _prepare(w, step)
     pw_before = {login: pw for login, (pw, _ids) in w.rows().items() if pw}
-    victim = w.worker() if step.startswith("resolve") else w.owner()
+    victim = w.connect_worker() if step.startswith("resolve") else w.connect_owner()
     try:
         if action == "error":
             arm(victim, point, "error")
@@ -209,7 +202,7 @@ def _crash_once(w: World, point: str, step: str, action: str) -> None:
             heal_conn = None
         _check_invariants(w, names, pw_before)
         if heal_conn is None:
-            with w.owner() as conn:
+            with w.connect_owner() as conn:
                 _heal(w, names, step, conn)
         else:
             _heal(w, names, step, heal_conn)

@@ -20,33 +20,15 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from lifecycle_support import (
-    FaultHold, Runner, arm, authenticates, check_rows_authenticate, connect, create_table_as,
-    drop_new_roles, login_error, make_world, new_job, roles_now, second_meta_db,
+from support import (
+    DT, LIFECYCLE, FaultHold, Runner, arm, authenticates, check_rows_authenticate, connect,
+    create_table_as, login_error,
 )
-from conftest import drop_database
 
 
 @pytest.fixture
-def cleanup_roles(cluster):
-    before = roles_now(cluster)
-    dbs: list[str] = []
-    yield dbs
-    drop_new_roles(cluster, before, dbs)
-
-
-@pytest.fixture
-def world(cluster, meta_db, datatable_db, uid, cleanup_roles):
-    w = make_world(cluster, meta_db, datatable_db, uid)
-    cleanup_roles.extend(t.dbname for t in w.tables)
-    yield w
-    w.close()
-
-
-def _oid(w, login):
-    row = w.su("postgres").execute("SELECT oid FROM pg_roles WHERE rolname = %s",
-                                   [login]).fetchone()
-    return row[0] if row else None
+def world(make_world):
+    return make_world(**LIFECYCLE)
 
 
 def _alive(conn: psycopg.Connection) -> bool:
@@ -65,22 +47,22 @@ RESOLVERS = 4
 
 def test_resolve_racing_sweep_gets_a_working_password_or_a_clear_error(world):
     w = world
-    _db, login, password, _r = w.resolve()
+    _db, login, password, _r = w.resolve("vic")
     create_table_as(w, login, password, "made")
     outcomes = {"ok": 0, "error": []}
     sweeps = {"dropped": 0, "kept": 0}
     for i in range(ITERATIONS):
         w.advance_clock("31 days")  # the login is stale again
-        oid_before = _oid(w, login)
+        oid_before = w.role_oid(login)
         barrier = threading.Barrier(RESOLVERS + 1)
         failures: list[str] = []
 
         def resolver():
-            with w.worker() as conn:
+            with w.connect_worker() as conn:
                 barrier.wait()
                 for _ in range(3):
                     try:
-                        _db, got, pw, _roles = w.resolve(conn=conn)
+                        _db, got, pw, _roles = w.resolve("vic", conn=conn)
                     except psycopg.Error as e:
                         if e.sqlstate is None or e.sqlstate.startswith("XX"):
                             failures.append(f"unclear error: {e.sqlstate} {e}")
@@ -93,7 +75,7 @@ def test_resolve_racing_sweep_gets_a_working_password_or_a_clear_error(world):
                         outcomes["ok"] += 1
 
         def sweeper():
-            with w.owner() as conn:
+            with w.connect_owner() as conn:
                 barrier.wait()
                 if i % 2:
                     time.sleep(0.002 * (i % 5))  # vary who goes first
@@ -114,16 +96,16 @@ def test_resolve_racing_sweep_gets_a_working_password_or_a_clear_error(world):
         # made again since, as another role with the same name); one skipped, or not
         # examined (a resolve used it before the sweep looked), was not
         if report["dropped"] == 1:
-            assert _oid(w, login) != oid_before
-            assert w.table_owner("made") == w.tables[0].admin
+            assert w.role_oid(login) != oid_before
+            assert w.table_owner("made") == w.admin_login
             sweeps["dropped"] += 1
         else:
             assert report["skipped"] + (1 - report["examined"]) == 1, report
-            assert _oid(w, login) == oid_before
+            assert w.role_oid(login) == oid_before
             sweeps["kept"] += 1
         check_rows_authenticate(w)
         assert w.table_rows("made") == 3
-        assert w.table_owner("made") in {login, w.tables[0].admin}
+        assert w.table_owner("made") in {login, w.admin_login}
     assert outcomes["ok"] > 0
     assert sweeps["dropped"] > 0, sweeps  # the race was run, not just avoided
 
@@ -132,19 +114,19 @@ def test_login_taken_back_during_a_sweep_is_skipped_and_keeps_its_objects(world)
     """A resolve takes the login back (new password) between the sweep's take-away and its
     move: the sweep must neither move that login's objects nor report it dropped."""
     w = world
-    _db, login, password, _r = w.resolve()
+    _db, login, password, _r = w.resolve("vic")
     create_table_as(w, login, password, "made")
-    oid = _oid(w, login)
+    oid = w.role_oid(login)
     w.advance_clock("31 days")
     hold = FaultHold(w)
-    sweeper = w.owner()
+    sweeper = w.connect_owner()
     try:
         arm(sweeper, "sweep:after_take_away", "wait")
         sweep = Runner(lambda: w.sweep(sweeper))
         sweep.start()
         hold.wait_for_victim()
         assert w.rows()[login][0] == "" and w.role_state(login) == (True, False)
-        _db, got, new_password, _r = w.resolve()  # taken back
+        _db, got, new_password, _r = w.resolve("vic")  # taken back
         assert got == login and new_password != password
         with connect(w.login_conninfo(login, new_password)) as conn:
             assert conn.execute("SELECT count(*) FROM made").fetchone()[0] == 3
@@ -155,7 +137,7 @@ def test_login_taken_back_during_a_sweep_is_skipped_and_keeps_its_objects(world)
         sweeper.close()
     assert sweep.error is None, sweep.error
     assert sweep.result == {"examined": 1, "dropped": 0, "skipped": 1, "unfinished": []}
-    assert _oid(w, login) == oid and authenticates(w, login, new_password)
+    assert w.role_oid(login) == oid and authenticates(w, login, new_password)
     assert w.table_owner("made") == login
 
 
@@ -163,13 +145,13 @@ def test_cancelled_sweep_leaves_its_session_usable(world):
     """statement_timeout fires while a move waits for a lock in the data table database;
     the same session's next sweep works (no dblink connection left behind)."""
     w = world
-    _db, login, password, _r = w.resolve()
+    _db, login, password, _r = w.resolve("vic")
     create_table_as(w, login, password, "made")
     w.advance_clock("31 days")
-    locker = w.cluster.connect_super(w.tables[0].dbname)
+    locker = w.cluster.connect_super(w.dbname)
     locker.autocommit = False
     locker.execute("LOCK TABLE made IN ACCESS EXCLUSIVE MODE")
-    sweeper = w.owner()
+    sweeper = w.connect_owner()
     try:
         sweeper.execute("SET statement_timeout = '300ms'")
         sweep = Runner(lambda: w.sweep(sweeper))
@@ -185,7 +167,7 @@ def test_cancelled_sweep_leaves_its_session_usable(world):
         locker.close()
         sweeper.close()
     assert not w.role_state(login)[0]
-    assert w.table_owner("made") == w.tables[0].admin
+    assert w.table_owner("made") == w.admin_login
     assert w.rows() == {}
 
 
@@ -197,7 +179,7 @@ def test_resolve_racing_retirement(world):
     acceptable when a retirement that had not finished when the resolve started has begun
     by the time the login failed; every error is a clear one."""
     w = world
-    a, b = w.roles
+    a, b = w.a, w.b
     lock = threading.Lock()
     counters = {"started": 0, "finished": 0}
     stop = threading.Event()
@@ -205,7 +187,7 @@ def test_resolve_racing_retirement(world):
     stats = {"ok": 0, "excused": 0, "refused": 0}
 
     def retirer():
-        with w.owner() as conn:
+        with w.connect_owner() as conn:
             calls = [("SELECT retire_role_set_logins_of(%s)", [a]),
                      ("SELECT set_datatable_role_enabled(%s, false)", [a]),
                      ("SELECT set_datatable_role_enabled(%s, true)", [a])]
@@ -220,12 +202,12 @@ def test_resolve_racing_retirement(world):
         stop.set()
 
     def resolver():
-        with w.worker() as conn:
+        with w.connect_worker() as conn:
             while not stop.is_set():
                 with lock:
                     finished_before = counters["finished"]
                 try:
-                    _db, login, pw, _roles = w.resolve(conn=conn)
+                    _db, login, pw, _roles = w.resolve("vic", conn=conn)
                 except psycopg.Error as e:
                     if e.sqlstate in ("42501", "40001"):  # refused while a was off; retry
                         stats["refused"] += 1
@@ -252,7 +234,7 @@ def test_resolve_racing_retirement(world):
     assert failures == []
     assert stats["ok"] > 0, stats
     check_rows_authenticate(w)
-    _db, login, pw, roles = w.resolve()
+    _db, login, pw, roles = w.resolve("vic")
     assert roles == sorted([a, b]) and authenticates(w, login, pw)
 
 
@@ -261,13 +243,13 @@ def test_role_retired_while_its_set_login_is_being_made(world, retirement):
     """A resolve is between CREATE ROLE and its commit when the role is disabled (or
     dropped): the retirement must see that login and retire it, not miss it."""
     w = world
-    a, b = w.roles
+    a, b = w.a, w.b
     hold = FaultHold(w)
-    worker = w.worker()
-    owner = w.owner()
+    worker = w.connect_worker()
+    owner = w.connect_owner()
     try:
         arm(worker, "create:after_create_role", "wait")
-        resolve = Runner(lambda: w.resolve(conn=worker))
+        resolve = Runner(lambda: w.resolve("vic", conn=worker))
         resolve.start()
         hold.wait_for_victim()
         statement = ("SELECT set_datatable_role_enabled(%s, false)" if retirement == "disable"
@@ -298,22 +280,22 @@ def test_role_retired_while_its_set_login_is_being_made(world, retirement):
     assert dangling == 0, "a membership in a dropped role was left behind"
     if retirement == "disable":
         w.call("SELECT set_datatable_role_enabled(%s, true)", [a])
-        _db, again, pw2, _r = w.resolve()
+        _db, again, pw2, _r = w.resolve("vic")
         assert again == login and authenticates(w, login, pw2)
     else:
-        _db, again, pw2, roles2 = w.resolve()
+        _db, again, pw2, roles2 = w.resolve("vic")
         assert roles2 == [b] and authenticates(w, again, pw2)
 
 
 def test_retirement_ends_sessions_of_retired_logins_and_of_the_disabled_role(world):
     w = world
-    a, b = w.roles
-    _db, login, pw, _r = w.resolve()
-    _db, a_login, a_pw, _r = w.resolve(role=a)
+    a, b = w.a, w.b
+    _db, login, pw, _r = w.resolve("vic")
+    _db, a_login, a_pw, _r = w.resolve("vic", role=a)
     assert a_login == a
     set_conn = connect(w.login_conninfo(login, pw))
     role_conn = connect(w.login_conninfo(a_login, a_pw))
-    b_conn = connect(w.login_conninfo(*w.resolve(role=b)[1:3]))
+    b_conn = connect(w.login_conninfo(*w.resolve("vic", role=b)[1:3]))
     try:
         assert _alive(set_conn) and _alive(role_conn) and _alive(b_conn)
         w.call("SELECT set_datatable_role_enabled(%s, false)", [a])
@@ -327,7 +309,7 @@ def test_retirement_ends_sessions_of_retired_logins_and_of_the_disabled_role(wor
             c.close()
     # enabled again: taken back with a new password; retire_role_set_logins_of alone
     w.call("SELECT set_datatable_role_enabled(%s, true)", [a])
-    _db, again, pw2, _r = w.resolve()
+    _db, again, pw2, _r = w.resolve("vic")
     assert again == login and pw2 != pw
     set_conn = connect(w.login_conninfo(login, pw2))
     try:
@@ -336,17 +318,17 @@ def test_retirement_ends_sessions_of_retired_logins_and_of_the_disabled_role(wor
     finally:
         set_conn.close()
     assert w.role_state(login) == (True, False) and w.rows()[login][0] == ""
-    assert authenticates(w, *w.resolve()[1:3])
+    assert authenticates(w, *w.resolve("vic")[1:3])
 
 
 def test_session_slipping_in_before_retirement_commits_is_ended_by_the_sweep(world):
     """Retirement ends sessions before it commits; a client that logs in again in between
     (the login can still log in until the commit) is ended by the next sweep."""
     w = world
-    a, _b = w.roles
-    _db, login, pw, _r = w.resolve()
+    a = w.a
+    _db, login, pw, _r = w.resolve("vic")
     hold = FaultHold(w)
-    owner = w.owner()
+    owner = w.connect_owner()
     try:
         arm(owner, "retire:after_end_sessions", "wait")
         retire = Runner(lambda: owner.execute(
@@ -372,33 +354,29 @@ def test_session_slipping_in_before_retirement_commits_is_ended_by_the_sweep(wor
 
 # ---- two instances ---------------------------------------------------------------------------
 
-def test_two_instances_on_one_cluster(cluster, meta_db, datatable_db, uid, cleanup_roles):
-    meta2 = second_meta_db(cluster)
-    w1 = make_world(cluster, meta_db, datatable_db, uid + "i1")
-    w2 = make_world(cluster, meta2, datatable_db, uid + "i2")
-    cleanup_roles.extend(t.dbname for t in w1.tables + w2.tables)
+def test_two_instances_on_one_cluster(make_world, new_meta_db, uid):
+    w1 = make_world(**LIFECYCLE, tag="i1")
+    w2 = make_world(**LIFECYCLE, tag="i2", meta=new_meta_db())
     stranger = f"wm_set_{uid}"  # a wm_set_ login of nobody's rows
     w1.su("postgres").execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(stranger)))
-    s2 = None
-    try:
-        ids1 = w1.call("SELECT id FROM datatable_roles.catalog_role ORDER BY id")
-        ids2 = w2.call("SELECT id FROM datatable_roles.catalog_role ORDER BY id")
-        assert ids1 == ids2  # the same catalog ids: only the instance id tells them apart
-        _db, l1, p1, _r = w1.resolve()
-        _db, l2, p2, _r = w2.resolve()
-        assert l1 != l2 and l1.startswith("wm_set_") and l2.startswith("wm_set_")
-        oid2 = _oid(w2, l2)
-        s2 = connect(w2.login_conninfo(l2, p2))
+    ids1 = w1.call("SELECT id FROM datatable_roles.catalog_role ORDER BY id")
+    ids2 = w2.call("SELECT id FROM datatable_roles.catalog_role ORDER BY id")
+    assert ids1 == ids2  # the same catalog ids: only the instance id tells them apart
+    _db, l1, p1, _r = w1.resolve("vic")
+    _db, l2, p2, _r = w2.resolve("vic")
+    assert l1 != l2 and l1.startswith("wm_set_") and l2.startswith("wm_set_")
+    oid2 = w2.role_oid(l2)
+    with connect(w2.login_conninfo(l2, p2)) as s2:
 
         def untouched():
-            assert _oid(w2, l2) == oid2 and w2.role_state(l2) == (True, True)
+            assert w2.role_oid(l2) == oid2 and w2.role_state(l2) == (True, True)
             assert w2.rows()[l2][0] == p2 and authenticates(w2, l2, p2) and _alive(s2)
             assert w1.role_state(stranger) == (True, True)
 
-        assert w1.call("SELECT retire_role_set_logins_of(%s)", [w1.roles[0]]) == [(1,)]
+        assert w1.call("SELECT retire_role_set_logins_of(%s)", [w1.a]) == [(1,)]
         assert w1.role_state(l1) == (True, False)
         untouched()
-        w1.call("SELECT set_datatable_role_enabled(%s, false)", [w1.roles[1]])
+        w1.call("SELECT set_datatable_role_enabled(%s, false)", [w1.b])
         untouched()
         w1.advance_clock("31 days")
         report = w1.sweep()
@@ -408,110 +386,94 @@ def test_two_instances_on_one_cluster(cluster, meta_db, datatable_db, uid, clean
         report2 = w2.sweep()
         assert report2 == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
         untouched()
-        w1.call("SELECT drop_datatable_role(%s)", [w1.roles[0]])
+        w1.call("SELECT drop_datatable_role(%s)", [w1.a])
         untouched()
         # instance 2's own sweep, when its login is stale, drops only its own
         w2.advance_clock("31 days")
         assert w2.sweep()["dropped"] == 1
         assert not w2.role_state(l2)[0] and w1.role_state(stranger) == (True, True)
-    finally:
-        if s2 is not None:
-            s2.close()
-        w1.close()
-        w2.close()
-        drop_database(cluster, meta2.name)
 
 
 # ---- the report, and a sweep that cannot finish ---------------------------------------------
 
-def test_sweep_report_shape(world):
+def test_sweep_report_shape(world, scratch):
     """Three stale logins: one dropped, one used while the sweep runs (skipped), one owning
     something outside the data table databases (unfinished)."""
     w = world
-    a, b = w.roles
-    c = f"{w.uid}_c"
-    w.call("SELECT create_datatable_role(%s)", [c])
-    w.call("SELECT add_workspace_user('ws', 'zed', 'zed@x.io')")
-    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/vic,u/neo}')", [a])
-    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/vic,u/zed}')", [b])
-    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/neo,u/zed}')", [c])
-    w.jobs["zed"] = new_job(w, "zed@x.io")
+    a, b = w.a, w.b
+    c = w.new_role("c")
+    w.add_user("zed")
+    w.set_tenants(DT, a, ["u/vic", "u/neo"])
+    w.set_tenants(DT, b, ["u/vic", "u/zed"])
+    w.set_tenants(DT, c, ["u/neo", "u/zed"])
+    w.jobs["zed"] = w.job("zed")
     logins = {w.resolve(job)[1]: job for job in ("vic", "neo", "zed")}
     assert len(logins) == 3
     first, unfinishable, touched = sorted(logins)
-    other = f"{w.uid}_other"
-    w.su("postgres").execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(other)))
+    other = scratch.database(f"{w.uid}_other")  # no data table's
+    with w.cluster.connect_super(other) as conn:
+        conn.execute("CREATE TABLE foreign_thing (x integer)")
+        conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
+            sql.Identifier(unfinishable)))
+    w.advance_clock("31 days")
+    hold = FaultHold(w)
+    sweeper = w.connect_owner()
     try:
-        with w.cluster.connect_super(other) as conn:
-            conn.execute("CREATE TABLE foreign_thing (x integer)")
-            conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
-                sql.Identifier(unfinishable)))
-        w.advance_clock("31 days")
-        hold = FaultHold(w)
-        sweeper = w.owner()
-        try:
-            arm(sweeper, "sweep:after_take_away", "wait")
-            sweep = Runner(lambda: w.sweep(sweeper))
-            sweep.start()
-            hold.wait_for_victim()  # at the first login, in login order
-            w.resolve(logins[touched])  # used now: no longer unused
-            hold.release()
-            sweep.finish()
-        finally:
-            hold.close()
-            sweeper.close()
-        assert sweep.error is None, sweep.error
-        report = sweep.result
-        assert set(report) == {"examined", "dropped", "skipped", "unfinished"}
-        assert all(isinstance(report[k], int) for k in ("examined", "dropped", "skipped"))
-        assert (report["examined"], report["dropped"], report["skipped"]) == (3, 1, 1)
-        assert isinstance(report["unfinished"], list) and len(report["unfinished"]) == 1
-        item = report["unfinished"][0]
-        assert set(item) == {"login", "reason"} and item["login"] == unfinishable
-        assert other in item["reason"] and "not a data table database" in item["reason"]
-        assert "password" not in item["reason"].lower()
-        assert not w.role_state(first)[0]
-        assert w.role_state(touched) == (True, True)
+        arm(sweeper, "sweep:after_take_away", "wait")
+        sweep = Runner(lambda: w.sweep(sweeper))
+        sweep.start()
+        hold.wait_for_victim()  # at the first login, in login order
+        w.resolve(logins[touched])  # used now: no longer unused
+        hold.release()
+        sweep.finish()
     finally:
-        drop_database(w.cluster, other)
+        hold.close()
+        sweeper.close()
+    assert sweep.error is None, sweep.error
+    report = sweep.result
+    assert set(report) == {"examined", "dropped", "skipped", "unfinished"}
+    assert all(isinstance(report[k], int) for k in ("examined", "dropped", "skipped"))
+    assert (report["examined"], report["dropped"], report["skipped"]) == (3, 1, 1)
+    assert isinstance(report["unfinished"], list) and len(report["unfinished"]) == 1
+    item = report["unfinished"][0]
+    assert set(item) == {"login", "reason"} and item["login"] == unfinishable
+    assert other in item["reason"] and "not a data table database" in item["reason"]
+    assert "password" not in item["reason"].lower()
+    assert not w.role_state(first)[0]
+    assert w.role_state(touched) == (True, True)
 
 
-def test_sweep_that_cannot_finish_keeps_the_row_and_carries_on(world, cleanup_roles):
+def test_sweep_that_cannot_finish_keeps_the_row_and_carries_on(world, scratch):
     w = world
-    a, b = w.roles
-    c = f"{w.uid}_c"
-    w.call("SELECT create_datatable_role(%s)", [c])
-    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/neo}')", [c])
-    w.call("SELECT set_datatable_role_tenants('ws', 'main', %s, '{u/vic,u/neo}')", [a])
+    a = w.a
+    c = w.new_role("c")
+    w.set_tenants(DT, c, ["u/neo"])
+    w.set_tenants(DT, a, ["u/vic", "u/neo"])
     _db, stuck, pw, _r = w.resolve("vic")
     _db, fine, _p, _r = w.resolve("neo")
     create_table_as(w, stuck, pw, "made")
-    other = f"{w.uid}_other"
-    w.su("postgres").execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(other)))
-    try:
-        with w.cluster.connect_super(other) as conn:
-            conn.execute("CREATE TABLE foreign_thing (x integer)")
-            conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
-                sql.Identifier(stuck)))
-        w.advance_clock("31 days")
-        report = w.sweep()
-        assert report["examined"] == 2 and report["dropped"] == 1, report
-        assert [u["login"] for u in report["unfinished"]] == [stuck]
-        assert "not a data table database" in report["unfinished"][0]["reason"]
-        assert not w.role_state(fine)[0], "the sweep carries on with the others"
-        assert w.rows()[stuck][0] == "", "left with an empty password"
-        assert w.role_state(stuck) == (True, False)
-        assert w.table_owner("made") == w.tables[0].admin  # what could move, moved
-        check_rows_authenticate(w)
-        # the next sweep finds it again
-        again = w.sweep()
-        assert again["examined"] == 1 and [u["login"] for u in again["unfinished"]] == [stuck]
-        # once the operator moved the foreign object, the sweep finishes with it
-        with w.cluster.connect_super(other) as conn:
-            conn.execute("DROP TABLE foreign_thing")
-        assert w.sweep() == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}
-        assert w.rows() == {} and not w.role_state(stuck)[0]
-        _db, back, pw2, _r = w.resolve("vic")
-        assert back == stuck and authenticates(w, back, pw2)
-    finally:
-        drop_database(w.cluster, other)
+    other = scratch.database(f"{w.uid}_other")  # no data table's
+    with w.cluster.connect_super(other) as conn:
+        conn.execute("CREATE TABLE foreign_thing (x integer)")
+        conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
+            sql.Identifier(stuck)))
+    w.advance_clock("31 days")
+    report = w.sweep()
+    assert report["examined"] == 2 and report["dropped"] == 1, report
+    assert [u["login"] for u in report["unfinished"]] == [stuck]
+    assert "not a data table database" in report["unfinished"][0]["reason"]
+    assert not w.role_state(fine)[0], "the sweep carries on with the others"
+    assert w.rows()[stuck][0] == "", "left with an empty password"
+    assert w.role_state(stuck) == (True, False)
+    assert w.table_owner("made") == w.admin_login  # what could move, moved
+    check_rows_authenticate(w)
+    # the next sweep finds it again
+    again = w.sweep()
+    assert again["examined"] == 1 and [u["login"] for u in again["unfinished"]] == [stuck]
+    # once the operator moved the foreign object, the sweep finishes with it
+    with w.cluster.connect_super(other) as conn:
+        conn.execute("DROP TABLE foreign_thing")
+    assert w.sweep() == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}
+    assert w.rows() == {} and not w.role_state(stuck)[0]
+    _db, back, pw2, _r = w.resolve("vic")
+    assert back == stuck and authenticates(w, back, pw2)

@@ -8,35 +8,28 @@ from __future__ import annotations
 import secrets
 import uuid
 
-import psycopg
 import pytest
 from psycopg import errors, sql
 
-from conftest import drop_role
-
-WS = "w1"
-
-
-def connect(conninfo: str) -> psycopg.Connection:
-    return psycopg.connect(conninfo, autocommit=True)
+from support import DT, World, connect
 
 
 def resolve(conn, job, role=None):
     return conn.execute(
-        "SELECT login, password, roles FROM resolve_datatable_role(%s, 'main', %s::text)",
-        [job, role]).fetchone()
+        "SELECT login, password, roles FROM resolve_datatable_role(%s, %s, %s::text)",
+        [job, DT, role]).fetchone()
 
 
-def record_job(worker, user, origin, caller=None) -> uuid.UUID:
+def record_job(w: World, worker, user, origin, caller=None) -> uuid.UUID:
     job = uuid.uuid4()
     worker.execute("SELECT record_job_start(%s, %s, %s, %s, %s::text)",
-                   [job, WS, f"u/{user}", origin, caller])
+                   [job, w.ws, f"u/{user}", origin, caller and w.email(caller)])
     return job
 
 
-def stored_passwords(meta) -> set[str]:
+def stored_passwords(w: World) -> set[str]:
     """Every password the package keeps right now (read as superuser)."""
-    with connect(meta.super_conninfo) as conn:
+    with connect(w.meta.super_conninfo) as conn:
         rows = conn.execute(
             "SELECT password FROM datatable_roles.catalog_role"
             " UNION ALL SELECT password FROM datatable_roles.datatable_role_set"
@@ -44,59 +37,38 @@ def stored_passwords(meta) -> set[str]:
     return {r[0] for r in rows if r[0]}
 
 
-@pytest.fixture
-def roles_to_drop(cluster, meta_db):
-    names: list[str] = []
-    yield names
-    with connect(meta_db.super_conninfo) as conn:
-        names += [r[0] for r in conn.execute(
-            "SELECT login FROM datatable_roles.datatable_role_set")]
-    for name in dict.fromkeys(names):
-        drop_role(cluster, name)
-
-
-def test_no_password_in_server_log(cluster, meta_db, datatable_db, uid, roles_to_drop):
+def test_no_password_in_server_log(cluster, make_world, uid):
     assert cluster.log_path is not None and cluster.log_path.exists()
-    dbname, admin, admin_password = datatable_db()
-    emea, us, apac = f"{uid}_emea", f"{uid}_us", f"{uid}_apac"
-    roles_to_drop += [emea, us, apac]
     # Registered before logging starts: admin_password is the operator's plaintext, an
     # argument of the fixed interface (with log_statement=all the server logs arguments).
-    with connect(meta_db.owner_conninfo) as owner:
-        owner.execute("SELECT add_workspace(%s)", [WS])
-        for user, is_admin in (("dave", False), ("alice", False), ("carol", False),
-                               ("erin", False), ("root", True)):
-            owner.execute("SELECT add_workspace_user(%s, %s, %s, %s)",
-                          [WS, user, f"{user}@example.com", is_admin])
-        owner.execute("SELECT add_group_member(%s, 'both', 'carol')", [WS])
-        owner.execute("SELECT add_group_member(%s, 'ea', 'erin')", [WS])
-        owner.execute("SELECT register_datatable(%s, 'main', %s, %s, %s)",
-                      [WS, dbname, admin, admin_password])
+    w = make_world(users={"dave": [], "alice": [], "carol": ["both"], "erin": ["ea"],
+                          "root": []}, admins=["root"])
+    dbname, admin, admin_password = w.dbname, w.admin_login, w.admin_password
+    emea, us, apac = f"{uid}_emea", f"{uid}_us", f"{uid}_apac"
 
     passwords: set[str] = {admin_password}
     canary = secrets.token_hex(32)  # shaped like a generated password
     start = cluster.log_path.stat().st_size
     cluster.set_setting("log_statement", "all")
     try:
-        with connect(meta_db.owner_conninfo) as owner, \
-                connect(meta_db.worker_conninfo) as worker:
+        with w.connect_owner() as owner, w.connect_worker() as worker:
             # create_datatable_role; set_datatable_role_enabled (false, then true: re-key)
             for role in (emea, us, apac):
                 owner.execute("SELECT create_datatable_role(%s)", [role])
-            passwords |= stored_passwords(meta_db)
+            passwords |= stored_passwords(w)
             for role, tenants in ((emea, ["u/alice", "g/both", "g/ea"]),
                                   (us, ["g/both"]), (apac, ["g/ea"])):
-                owner.execute("SELECT set_datatable_role_tenants(%s, 'main', %s, %s::text[])",
-                              [WS, role, tenants])
-            owner.execute("SELECT set_datatable_default_role(%s, 'main', NULL)", [WS])
+                owner.execute("SELECT set_datatable_role_tenants(%s, %s, %s, %s::text[])",
+                              [w.ws, DT, role, tenants])
+            owner.execute("SELECT set_datatable_default_role(%s, %s, NULL)", [w.ws, DT])
             owner.execute("SELECT set_datatable_role_enabled(%s, false)", [apac])
             owner.execute("SELECT set_datatable_role_enabled(%s, true)", [apac])
-            passwords |= stored_passwords(meta_db)
+            passwords |= stored_passwords(w)
 
-            jobs = {u: record_job(worker, "dave", "app", f"{u}@example.com")
+            jobs = {u: record_job(w, worker, "dave", "app", u)
                     for u in ("alice", "carol", "erin")}
-            jobs["root"] = record_job(worker, "root", "run", "root@example.com")
-            jobs["nobody"] = record_job(worker, "dave", "schedule")
+            jobs["root"] = record_job(w, worker, "root", "run", "root")
+            jobs["nobody"] = record_job(w, worker, "dave", "schedule")
 
             # Role login, new set, existing set, admin login.
             returned = [resolve(worker, jobs["alice"]), resolve(worker, jobs["carol"]),
@@ -106,7 +78,7 @@ def test_no_password_in_server_log(cluster, meta_db, datatable_db, uid, roles_to
             assert returned[3][:2] == (admin, admin_password)
             set_login, set_password = returned[1][:2]
             assert returned[2][:2] == (set_login, set_password)
-            passwords |= {r[1] for r in returned} | stored_passwords(meta_db)
+            passwords |= {r[1] for r in returned} | stored_passwords(w)
 
             # The set login owns a table in the data table database (the sweep moves it
             # through the link login, whose password is in link_credential).
@@ -120,7 +92,7 @@ def test_no_password_in_server_log(cluster, meta_db, datatable_db, uid, roles_to
             owner.execute("UPDATE datatable_roles.datatable_role_set SET password = ''")
             rekeyed = resolve(worker, jobs["carol"])
             assert rekeyed[0] == set_login and rekeyed[1] != set_password
-            passwords |= {rekeyed[1]} | stored_passwords(meta_db)
+            passwords |= {rekeyed[1]} | stored_passwords(w)
             with connect(cluster.conninfo(set_login, rekeyed[1], dbname, tcp=True)) as conn:
                 assert conn.execute("SELECT current_user").fetchone() == (set_login,)
 
@@ -148,8 +120,7 @@ def test_no_password_in_server_log(cluster, meta_db, datatable_db, uid, roles_to
             worker.execute("RESET datatable_roles.fault")
             after_faults = [resolve(worker, jobs["erin"]), resolve(worker, jobs["carol"])]
             assert [r[2] for r in after_faults] == [sorted([emea, apac]), sorted([emea, us])]
-            passwords |= {r[1] for r in after_faults} | stored_passwords(meta_db)
-            roles_to_drop.append(after_faults[0][0])
+            passwords |= {r[1] for r in after_faults} | stored_passwords(w)
 
             # Sweep after 31 days, then the swept set made again on demand.
             owner.execute("UPDATE datatable_roles.settings SET clock_offset = '31 days'")
@@ -157,7 +128,7 @@ def test_no_password_in_server_log(cluster, meta_db, datatable_db, uid, roles_to
             assert report["dropped"] == 2 and report["unfinished"] == [], report
             again = resolve(worker, jobs["carol"])
             assert again[0] == set_login
-            passwords |= {again[1]} | stored_passwords(meta_db)
+            passwords |= {again[1]} | stored_passwords(w)
 
             # Positive control: a value sent with a statement does reach the log.
             worker.execute("SELECT %s::text", [canary])

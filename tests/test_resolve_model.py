@@ -11,13 +11,11 @@ import itertools
 import uuid
 from dataclasses import dataclass
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from psycopg import errors
 
-from conftest import drop_role
 
 POOL_SIZE = 4
 ORIGINS = ("app_viewer", "app_anonymous", "run", "schedule", "job_token")
@@ -174,26 +172,13 @@ def record(worker, ws, user, origin, caller, parent=None) -> uuid.UUID:
 
 
 @pytest.fixture
-def pool(cluster, meta_db, datatable_db, uid):
-    """Catalog roles created once; the data table database shared by every example."""
-    dbname, admin, admin_password = datatable_db()
-    names = [f"{uid}_r{i}" for i in range(POOL_SIZE)]
-    owner = psycopg.connect(meta_db.owner_conninfo, autocommit=True)
-    worker = psycopg.connect(meta_db.worker_conninfo, autocommit=True)
-    for n in names:
-        q(owner, "SELECT create_datatable_role(%s)", n)
-    state = {"enabled": dict.fromkeys(names, True)}
-    try:
-        yield dict(owner=owner, worker=worker, names=names, dbname=dbname, admin=admin,
-                   admin_password=admin_password, state=state)
-    finally:
-        owner.close()
-        worker.close()
-        with psycopg.connect(meta_db.super_conninfo, autocommit=True) as conn:
-            logins = [r[0] for r in conn.execute(
-                "SELECT login FROM datatable_roles.datatable_role_set")]
-        for n in logins + names:
-            drop_role(cluster, n)
+def pool(make_world):
+    """Catalog roles r0..r3 created once; the data table database shared by every example
+    (the world registers it as its own data table main, with no tenants)."""
+    w = make_world(users={}, roles=[f"r{i}" for i in range(POOL_SIZE)])
+    return dict(owner=w.owner_session(), worker=w.worker_session(), names=w.role_names,
+                db=(w.dbname, w.admin_login, w.admin_password),
+                state={"enabled": dict.fromkeys(w.role_names, True)})
 
 
 @settings(max_examples=150, deadline=None,
@@ -222,8 +207,7 @@ def test_resolve_matches_the_model(pool, uid, sc):
         if pool["state"]["enabled"][name] != want:
             q(owner, "SELECT set_datatable_role_enabled(%s, %s)", name, want)
             pool["state"]["enabled"][name] = want
-    q(owner, "SELECT register_datatable(%s, 'main', %s, %s, %s)",
-      ws, pool["dbname"], pool["admin"], pool["admin_password"])
+    q(owner, "SELECT register_datatable(%s, 'main', %s, %s, %s)", ws, *pool["db"])
     roles_in_map = {role[i]: frozenset(t) for i, t in sc["tenants"].items()}
     for name, tenants in roles_in_map.items():
         q(owner, "SELECT set_datatable_role_tenants(%s, 'main', %s, %s::text[])",
@@ -285,7 +269,7 @@ def test_resolve_matches_the_model(pool, uid, sc):
     if actual[0] == "ok":
         assert password
         if got_roles == ["admin"]:
-            assert login == pool["admin"]                          # admin's own login
+            assert login == pool["db"][1]                          # admin's own login
         elif len(got_roles) == 1:
             assert login == got_roles[0]                           # R6
         else:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 
 import psycopg
 import pytest
@@ -18,130 +17,18 @@ from datatable_roles.client import Client, Resolution
 from datatable_roles.errors import (AlreadyExists, DatatableRolesError, InvalidInput, Refused,
                                     Retry, StillInUse, UnknownObject, WrongState, map_error,
                                     redact)
+from support import ACME, DT, WS, World, sql_exec
 
-WS = "acme"
-DT = "main"
 ORDERS = "SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders"
 
 
-# ---- shared setup (also imported by test_cli.py) -------------------------------------------
-
-
-@dataclass
-class Env:
-    """A metadata database with the package, a data table 'main' in workspace 'acme' whose
-    orders are 1 emea, 2 us, 3 apac, 4 emea, 5 us under policies per region, and:
-    alice (group emea), bob (group us), carol (groups emea and us), dave (no group),
-    publisher (the app identity, tenant of nothing)."""
-
-    cluster: object
-    meta: object
-    uid: str
-    owner: Client
-    worker: Client
-    dbname: str
-    admin_login: str
-    admin_password: str
-    emea: str
-    us: str
-    extra_roles: list[str] = field(default_factory=list)
-
-    def job(self, viewer: str | None, identity: str = "u/publisher",
-            origin: str = "app") -> uuid.UUID:
-        job_id = uuid.uuid4()
-        email = None if viewer is None else f"{viewer}@acme.test"
-        self.worker.record_job_start(job_id, WS, identity, origin, email)
-        return job_id
-
-    def new_role(self, suffix: str) -> str:
-        name = f"{self.uid}_{suffix}"
-        self.owner.create_datatable_role(name)
-        self.extra_roles.append(name)
-        return name
-
-
-def sql_exec(conninfo: str, *statements: str | sql.Composable, params=None) -> None:
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        for st in statements:
-            conn.execute(st, params)
-
-
-def build_env(cluster, meta_db, datatable_db, uid: str) -> Env:
-    sql_exec(meta_db.owner_conninfo, "SELECT datatable_roles.grant_worker(%s)",
-             params=[cluster.worker])
-    owner = Client(meta_db.owner_conninfo)
-    worker = Client(meta_db.worker_conninfo)
-    dbname, admin, admin_password = datatable_db("dtw")
-    emea, us = f"{uid}_emea", f"{uid}_us"
-    owner.add_workspace(WS)
-    for user, groups in (("alice", ["emea"]), ("bob", ["us"]), ("carol", ["emea", "us"]),
-                         ("dave", []), ("publisher", [])):
-        owner.add_workspace_user(WS, user, f"{user}@acme.test")
-        for g in groups:
-            owner.add_group_member(WS, g, user)
-    owner.create_datatable_role(emea)
-    owner.create_datatable_role(us)
-    with cluster.connect_super(dbname) as conn:
-        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(admin)))
-        conn.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL)")
-        conn.execute("INSERT INTO orders VALUES (1, 'emea'), (2, 'us'), (3, 'apac'),"
-                     " (4, 'emea'), (5, 'us')")
-        conn.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
-        for role, region in ((emea, "emea"), (us, "us")):
-            conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(sql.Identifier(role)))
-            conn.execute(sql.SQL(
-                "CREATE POLICY {} ON orders FOR SELECT USING (region = {} AND "
-                "pg_has_role(current_user, {}, 'member'))").format(
-                sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
-    owner.register_datatable(WS, DT, dbname, admin, admin_password)
-    owner.set_datatable_role_tenants(WS, DT, emea, ["g/emea"])
-    owner.set_datatable_role_tenants(WS, DT, us, ["g/us"])
-    return Env(cluster, meta_db, uid, owner, worker, dbname, admin, admin_password, emea, us)
-
-
-def cleanup_env(env: Env) -> None:
-    """Drop the cluster-wide roles the test made (catalog roles, set logins)."""
-    env.worker.close()
-    env.owner.close()
-    cluster = env.cluster
-    with cluster.connect_super(env.meta.name) as conn:
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM datatable_roles.catalog_role"
-            " UNION SELECT login FROM datatable_roles.datatable_role_set")]
-    names += [env.emea, env.us, *env.extra_roles]
-    with cluster.connect_super() as conn:
-        names = [r[0] for r in conn.execute(
-            "SELECT rolname FROM pg_roles WHERE rolname = ANY(%s)", [names])]
-        for name in names:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                         " WHERE usename = %s", [name])
-    if not names:
-        return
-    idents = sql.SQL(", ").join(sql.Identifier(n) for n in names)
-    dbs = [env.dbname]
-    with cluster.connect_super() as conn:
-        dbs += [r[0] for r in conn.execute(
-            "SELECT DISTINCT d.datname FROM pg_shdepend AS s JOIN pg_database AS d"
-            " ON d.oid = s.dbid JOIN pg_roles AS r ON r.oid = s.refobjid"
-            " WHERE r.rolname = ANY(%s)", [names])]
-    for db in dict.fromkeys(dbs):
-        try:
-            with cluster.connect_super(db) as conn:
-                conn.execute(sql.SQL("DROP OWNED BY {}").format(idents))
-        except psycopg.OperationalError:
-            pass  # the database is gone already
-    with cluster.connect_super() as conn:
-        for name in names:
-            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
-
-
 @pytest.fixture
-def env(cluster, meta_db, datatable_db, uid):
-    e = build_env(cluster, meta_db, datatable_db, uid)
-    try:
-        yield e
-    finally:
-        cleanup_env(e)
+def env(make_world):
+    """support.ACME: a metadata database with the package, a data table 'main' in workspace
+    'acme' whose orders are 1 emea, 2 us, 3 apac, 4 emea, 5 us under policies per region,
+    and: alice (group emea), bob (group us), carol (groups emea and us), dave (no group),
+    publisher (the app identity, tenant of nothing). env.owner / env.worker are Clients."""
+    return make_world(**ACME)
 
 
 def backend(conn: psycopg.Connection) -> tuple[int, str]:
@@ -181,14 +68,13 @@ def test_resolve_returns_a_typed_resolution(env):
 # ---- errors ------------------------------------------------------------------------------
 
 
-def _retry_case(env: Env) -> None:
+def _retry_case(env: World) -> None:
     """40001: a set login created concurrently by someone outside the package's lock."""
     env.owner.set_datatable_default_role(WS, DT, None)
     (ids,) = env.owner._rows("SELECT array_agg(id) FROM datatable_roles.catalog_role"
                              " WHERE name = ANY(%s)", [[env.emea, env.us]])[0]
     (login,) = env.owner._rows("SELECT datatable_roles.set_login_name(%s::bigint[])", [ids])[0]
     job = env.job("carol")
-    env.extra_roles.append(login)  # made outside the package: no row names it
     errors: list[BaseException] = []
     with env.cluster.connect_super() as rival:
         rival.autocommit = False
@@ -218,7 +104,7 @@ def _retry_case(env: Env) -> None:
     raise errors[0]
 
 
-def _still_in_use_case(env: Env) -> None:
+def _still_in_use_case(env: World) -> None:
     """2BP01: the role holds a privilege in a database that is no data table's."""
     role = env.new_role("held")
     sql_exec(env.meta.super_conninfo, "CREATE TABLE public.still_in_use_probe ()",
@@ -453,7 +339,6 @@ def test_every_call_round_trips(env):
     o.set_datatable_role_tenants(WS, DT, "admin", ["u/publisher"])
     renamed = extra + "_r"
     o.rename_datatable_role(extra, renamed)
-    env.extra_roles.append(renamed)
     o.drop_datatable_role(renamed)
     o.add_workspace("fork")
     ref_id = o.reference_datatable("fork", "main_ref", WS, DT)

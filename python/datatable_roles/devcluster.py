@@ -18,6 +18,10 @@ so the repository may sit where ``postgres`` cannot read.
 The template ``dtr_template`` is built like any metadata database (create_metadata_database:
 CREATE DATABASE owned by dtr_owner, sql/bootstrap.sql as superuser, then migrate() as
 dtr_owner). Test-only additions (pgTAP and its helpers) are the test harness's business.
+Tests, the demo and the bench build on it: clone_metadata_database (a copy of the template
+with its own instance id, the worker granted), create_datatable_database (an admin login
+owning a database) and create_orders_table (a sample table under row-level security, a
+policy per region).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import psycopg
@@ -194,6 +199,73 @@ class Cluster:
                 sql.Identifier(dbname), sql.Identifier(self.owner)))
         self.psql_file(BOOTSTRAP_SQL, dbname, owner=self.owner)
         return migrate(self.owner_conninfo(dbname), migrations_dir or self.migrations_dir)
+
+    def clone_metadata_database(self, dbname: str | None = None,
+                                grant_worker: bool = True) -> str:
+        """A metadata database copied from the template (CREATE DATABASE ... TEMPLATE, owned by
+        the package owner), with an instance id of its own and, unless ``grant_worker`` is
+        false, the run-time calls granted to the worker role; returns its name
+        (``dtr_meta_<hex>`` when not given). Drop it with :meth:`drop_database`."""
+        dbname = dbname or "dtr_meta_" + secrets.token_hex(4)
+        with self.connect_super() as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
+                sql.Identifier(dbname), sql.Identifier(self.template),
+                sql.Identifier(self.owner)))
+        with self.connect_super(dbname) as conn:
+            (has_instance_id,) = conn.execute(
+                "SELECT EXISTS (SELECT FROM pg_attribute"
+                " WHERE attrelid = to_regclass('datatable_roles.settings')"
+                " AND attname = 'instance_id' AND NOT attisdropped)").fetchone()
+            if has_instance_id:
+                conn.execute("UPDATE datatable_roles.settings SET instance_id = gen_random_uuid()")
+            if grant_worker:
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.owner)))
+                conn.execute("SELECT datatable_roles.grant_worker(%s)", [self.worker])
+        return dbname
+
+    def drop_database(self, dbname: str) -> None:
+        """DROP DATABASE IF EXISTS ... WITH (FORCE): its sessions are ended first."""
+        with self.connect_super() as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(dbname)))
+
+    # ---- data table databases --------------------------------------------------------------
+
+    def create_datatable_database(self, dbname: str, admin: str,
+                                  password: str | None = None) -> str:
+        """What the platform makes for a data table: a LOGIN role ``admin`` (its password set
+        as a SCRAM verifier, so the plaintext is never sent) granted to the package owner, and
+        a database ``dbname`` it owns. Returns the password (a random one when not given)."""
+        password = password or secrets.token_urlsafe(24)
+        with self.connect_super() as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(admin), sql.Literal(scram_sha256_verifier(password))))
+            conn.execute(sql.SQL("GRANT {} TO {}").format(
+                sql.Identifier(admin), sql.Identifier(self.owner)))
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(dbname), sql.Identifier(admin)))
+        return password
+
+    def create_orders_table(self, dbname: str, admin: str, rows: Iterable[tuple[int, str]],
+                            policies: Mapping[str, str] | None = None) -> None:
+        """As ``admin`` in ``dbname``: ``orders (id integer PRIMARY KEY, region text NOT NULL)``
+        holding ``rows``, under row-level security, and for each region -> role of
+        ``policies``: SELECT granted to the role and a policy named after the region showing
+        that region's orders to members of the role (named as text, as hand-written policies
+        do)."""
+        with self.connect_super(dbname) as conn:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(admin)))
+            conn.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL)")
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO orders VALUES (%s, %s)", list(rows))
+            conn.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
+            for region, role in (policies or {}).items():
+                conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(
+                    sql.Identifier(role)))
+                conn.execute(sql.SQL(
+                    "CREATE POLICY {} ON orders FOR SELECT"
+                    " USING (region = {} AND pg_has_role(current_user, {}, 'member'))").format(
+                    sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -359,9 +431,7 @@ def schema_snapshot(cluster: Cluster, migrations_dir: str | os.PathLike | None =
         cluster.create_metadata_database(dbname, migrations_dir)
         return dump_schema(cluster, dbname)
     finally:
-        with cluster.connect_super() as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(dbname)))
+        cluster.drop_database(dbname)
 
 
 # ---- command line -------------------------------------------------------------------------

@@ -1,0 +1,589 @@
+"""The pytest support layer: what every test file builds its story on.
+
+conftest.py turns it into fixtures (``cluster``, ``uid``, ``scratch``, ``meta_db``,
+``new_meta_db``, ``datatable_db``, ``orders_db``, ``make_world``); test files import the rest:
+
+- :class:`Scratch` -- what one test made on the shared cluster, dropped when it ends: the
+  databases it made (metadata databases cloned from the template, data table databases) and
+  every role that did not exist when it began (catalog roles, set logins, admin logins, roles
+  made by hand), after DROP OWNED in the databases that outlive the test;
+- :func:`build_world` / :class:`World` -- one workspace with users and groups, catalog roles
+  with tenants on registered data tables, optionally the RLS ``orders`` table, and jobs;
+  the world's verbs (``resolve``, ``sweep``, ``call``, ``job``, ...) and its view of the
+  cluster (``rows``, ``role_state``, ``table_owner``, ...); ``ACME`` and ``LIFECYCLE`` are the
+  worlds several files share;
+- logging in with a returned password (:func:`authenticates`, :func:`login_error`,
+  :func:`create_table_as`, :func:`check_rows_authenticate`);
+- fault injection and threads for the lifecycle tests (:class:`FaultHold`, :func:`arm`,
+  :func:`disarm`, :class:`Runner`).
+
+Admin calls run as the package owner, resolves as the worker role, and time moves by
+``settings.clock_offset`` (never by sleeping).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+import psycopg
+from psycopg import sql
+
+from datatable_roles.client import Client
+from datatable_roles.devcluster import Cluster
+
+WS = "acme"        # every world's workspace, unless it names another
+DT = "main"        # the first data table of every world
+EMAIL_DOMAIN = "acme.test"
+
+# The rows of the RLS fixture's orders table (id, region).
+ORDERS = [(1, "emea"), (2, "us"), (3, "apac"), (4, "emea"), (5, "us")]
+
+
+# ---- connections --------------------------------------------------------------------------
+
+def connect(conninfo: str, **kw) -> psycopg.Connection:
+    return psycopg.connect(conninfo, autocommit=True, connect_timeout=10, **kw)
+
+
+def sql_exec(conninfo: str, *statements: str | sql.Composable, params=None) -> None:
+    with connect(conninfo) as conn:
+        for statement in statements:
+            conn.execute(statement, params)
+
+
+def flush_stats(conn: psycopg.Connection) -> None:
+    """Flush this backend's pending statistics now (done before the call returns), so that
+    they cannot land later in someone else's before/after."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+
+
+# ---- databases and what a test made ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class MetaDB:
+    """A metadata database cloned from the template (the package installed)."""
+
+    name: str
+    owner_conninfo: str
+    worker_conninfo: str
+    super_conninfo: str
+
+
+class DataTableDB(NamedTuple):
+    """A data table database and its admin login (unpacks as (dbname, admin, password))."""
+
+    dbname: str
+    admin_login: str
+    admin_password: str
+
+
+@dataclass(frozen=True)
+class DataTable:
+    """A data table registered in a world's workspace under ``name``."""
+
+    name: str
+    dbname: str
+    admin_login: str
+    admin_password: str
+
+
+def roles_now(cluster: Cluster) -> set[str]:
+    with cluster.connect_super() as conn:
+        return {r for (r,) in conn.execute("SELECT rolname FROM pg_roles")}
+
+
+class Scratch:
+    """What one test (or module) makes on the shared cluster; :meth:`clean` drops it all:
+    the databases made through it, then every role that did not exist when it was created,
+    with what those roles own or were granted in the databases that remain."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.roles_before = roles_now(cluster)
+        self.databases: list[str] = []
+
+    def meta_db(self) -> MetaDB:
+        """The one way to get a metadata database: a clone of the template with its own
+        instance id, the worker granted."""
+        c = self.cluster
+        name = c.clone_metadata_database()
+        self.databases.append(name)
+        return MetaDB(name=name, owner_conninfo=c.owner_conninfo(name),
+                      worker_conninfo=c.worker_conninfo(name),
+                      super_conninfo=c.superuser_conninfo(name))
+
+    def datatable_db(self, prefix: str = "dt") -> DataTableDB:
+        """A data table database <prefix>_<hex> owned by its admin login <dbname>_admin
+        (granted to the package owner), with a random password."""
+        dbname = f"{prefix}_{secrets.token_hex(3)}"
+        admin = dbname + "_admin"
+        self.databases.append(dbname)
+        password = self.cluster.create_datatable_database(dbname, admin)
+        return DataTableDB(dbname, admin, password)
+
+    def orders_db(self, policies: Mapping[str, str], prefix: str = "dt") -> DataTableDB:
+        """The RLS fixture: a data table database whose admin login owns ``orders`` (the rows
+        of ORDERS) under row-level security, with a policy per region of ``policies``
+        (region -> role name, each role existing already) named after the region."""
+        db = self.datatable_db(prefix)
+        self.cluster.create_orders_table(db.dbname, db.admin_login, ORDERS, policies)
+        return db
+
+    def database(self, name: str) -> str:
+        """An empty database (owned by the superuser), no data table's."""
+        self.databases.append(name)
+        with self.cluster.connect_super() as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return name
+
+    def clean(self) -> None:
+        c = self.cluster
+        for name in reversed(self.databases):
+            c.drop_database(name)
+        self.databases.clear()
+        new = sorted(roles_now(c) - self.roles_before)
+        if not new:
+            return
+        with c.connect_super() as conn:
+            conn.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+                         " WHERE usename = ANY(%s)", [new])
+            # where they own objects or hold privileges (dbid 0: on a database, say)
+            holding = [d for (d,) in conn.execute(
+                "SELECT DISTINCT coalesce(d.datname, 'postgres') FROM pg_shdepend AS s"
+                " JOIN pg_roles AS r ON r.oid = s.refobjid"
+                " LEFT JOIN pg_database AS d ON d.oid = s.dbid"
+                " WHERE r.rolname = ANY(%s) AND (d.oid IS NOT NULL OR s.dbid = 0)", [new])]
+        names = sql.SQL(", ").join(map(sql.Identifier, new))
+        try:
+            for db in holding:
+                with c.connect_super(db) as conn:
+                    conn.execute(sql.SQL("DROP OWNED BY {}").format(names))
+            with c.connect_super() as conn:
+                conn.execute(sql.SQL("DROP ROLE {}").format(names))
+        except psycopg.Error:
+            for name in new:  # one at a time, wherever it holds anything
+                drop_role(c, name)
+
+
+def drop_role(cluster: Cluster, name: str) -> None:
+    """End the role's sessions and drop it, with whatever it owns or was granted anywhere."""
+    with cluster.connect_super() as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                     " WHERE usename = %s", [name])
+        try:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+            return
+        except psycopg.errors.DependentObjectsStillExist:
+            dbs = [r[0] for r in conn.execute(
+                "SELECT datname FROM pg_database WHERE datallowconn")]
+    for db in dbs:
+        with cluster.connect_super(db) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with cluster.connect_super() as conn:
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+# ---- the world -------------------------------------------------------------------------------
+
+class Resolved(NamedTuple):
+    """What resolve_datatable_role returned."""
+
+    dbname: str
+    login: str
+    password: str
+    roles: list[str]
+
+
+@dataclass(eq=False)
+class World:
+    """One workspace of one metadata database (an instance); see :func:`build_world`.
+
+    ``w.roles`` maps each catalog role's short name to its cluster-wide name, which is also
+    ``w.<short name>`` (``w.emea``); ``w.tables`` are the registered data tables, ``w.main``
+    the first (``w.dbname``, ``w.admin_login``, ``w.admin_password`` are its); ``w.jobs``
+    maps a name (the viewer's, usually) to a recorded job id.
+
+    Connections: ``w.owner`` / ``w.worker`` are package clients (datatable_roles.client);
+    ``w.connect_owner()`` / ``w.connect_worker()`` open raw autocommit sessions;
+    ``w.su(dbname)`` is a kept superuser session on any database."""
+
+    cluster: Cluster
+    scratch: Scratch
+    meta: MetaDB
+    uid: str
+    ws: str
+    identity: str
+    roles: dict[str, str] = field(default_factory=dict)
+    tables: list[DataTable] = field(default_factory=list)
+    jobs: dict[str, uuid.UUID] = field(default_factory=dict)
+    _conns: dict[str, psycopg.Connection] = field(default_factory=dict, repr=False)
+
+    def __getattr__(self, name: str) -> str:
+        roles = self.__dict__.get("roles") or {}
+        if name in roles:
+            return roles[name]
+        raise AttributeError(name)
+
+    # ---- names -------------------------------------------------------------------------
+    @property
+    def role_names(self) -> list[str]:
+        return list(self.roles.values())
+
+    @property
+    def main(self) -> DataTable:
+        return self.tables[0]
+
+    @property
+    def dbname(self) -> str:
+        return self.main.dbname
+
+    @property
+    def admin_login(self) -> str:
+        return self.main.admin_login
+
+    @property
+    def admin_password(self) -> str:
+        return self.main.admin_password
+
+    @staticmethod
+    def email(user: str) -> str:
+        return f"{user}@{EMAIL_DOMAIN}"
+
+    # ---- connections -------------------------------------------------------------------
+    def connect_owner(self) -> psycopg.Connection:
+        return connect(self.meta.owner_conninfo)
+
+    def connect_worker(self) -> psycopg.Connection:
+        return connect(self.meta.worker_conninfo)
+
+    def _kept(self, key: str, make):
+        conn = self._conns.get(key)
+        if conn is None or conn.closed:
+            conn = self._conns[key] = make()
+        return conn
+
+    def owner_session(self) -> psycopg.Connection:
+        """The owner session the world's own calls use (never armed, never killed)."""
+        return self._kept("owner", self.connect_owner)
+
+    def worker_session(self) -> psycopg.Connection:
+        """A kept worker session."""
+        return self._kept("worker", self.connect_worker)
+
+    def su(self, dbname: str) -> psycopg.Connection:
+        return self._kept("su:" + dbname, lambda: self.cluster.connect_super(dbname))
+
+    @cached_property
+    def owner(self) -> Client:
+        return Client(self.meta.owner_conninfo)
+
+    @cached_property
+    def worker(self) -> Client:
+        return Client(self.meta.worker_conninfo)
+
+    def login_conninfo(self, login: str, password: str, dbname: str | None = None,
+                       tcp: bool = True) -> str:
+        """A data table database (the main one by default), as ``login``; over TCP with
+        SCRAM unless ``tcp=False`` (the socket)."""
+        return self.cluster.conninfo(login, password, dbname or self.dbname, tcp=tcp)
+
+    def close(self) -> None:
+        for key in ("owner", "worker"):
+            client = self.__dict__.pop(key, None)
+            if client is not None:
+                client.close()
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+    # ---- package calls (as the owner) ----------------------------------------------------
+    def call(self, statement: str, params=None) -> list[tuple]:
+        cur = self.owner_session().execute(statement, params)
+        return cur.fetchall() if cur.description is not None else []
+
+    def job(self, viewer: str | None, identity: str | None = None, origin: str = "app",
+            token_job: uuid.UUID | None = None) -> uuid.UUID:
+        """A job started now by ``identity`` (the world's publisher by default) for
+        ``viewer`` (a user name, its email recorded; None: no viewer)."""
+        job = uuid.uuid4()
+        self.call("SELECT record_job_start(%s, %s, %s, %s, %s::text, %s::uuid)",
+                  [job, self.ws, identity or self.identity, origin,
+                   None if viewer is None else self.email(viewer), token_job])
+        return job
+
+    def add_user(self, user: str, groups: Sequence[str] = (), admin: bool = False) -> None:
+        """A workspace user (email user@acme.test), member of ``groups``."""
+        self.call("SELECT add_workspace_user(%s, %s, %s, %s)",
+                  [self.ws, user, self.email(user), admin])
+        for group in groups:
+            self.call("SELECT add_group_member(%s, %s, %s)", [self.ws, group, user])
+
+    def new_role(self, suffix: str) -> str:
+        """Another catalog role, <uid>_<suffix>, in no data table's map."""
+        name = f"{self.uid}_{suffix}"
+        self.call("SELECT create_datatable_role(%s)", [name])
+        self.roles[suffix] = name
+        return name
+
+    def set_tenants(self, datatable: str, role: str, keys: Sequence[str]) -> None:
+        self.call("SELECT set_datatable_role_tenants(%s, %s, %s, %s::text[])",
+                  [self.ws, datatable, role, list(keys)])
+
+    def set_default(self, datatable: str, role: str | None) -> None:
+        self.call("SELECT set_datatable_default_role(%s, %s, %s::text)",
+                  [self.ws, datatable, role])
+
+    def register(self, name: str, db: DataTableDB | None = None, *,
+                 tenants: Mapping[str, Sequence[str]] | None = None, default="admin",
+                 admin_tenants: Sequence[str] | None = None) -> DataTable:
+        """Register data table ``name`` (on the main data table's database by default), map
+        ``tenants`` (role name -> keys) and the admin's, and set the default role unless it
+        stays admin; the owner session's statistics are flushed."""
+        db = db or DataTableDB(self.dbname, self.admin_login, self.admin_password)
+        self.call("SELECT register_datatable(%s, %s, %s, %s, %s)", [self.ws, name, *db])
+        for role, keys in (tenants or {}).items():
+            self.set_tenants(name, role, keys)
+        if admin_tenants is not None:
+            self.set_tenants(name, "admin", admin_tenants)
+        if default != "admin":
+            self.set_default(name, default)
+        flush_stats(self.owner_session())
+        table = DataTable(name, *db)
+        self.tables.append(table)
+        return table
+
+    # ---- run-time calls ------------------------------------------------------------------
+    def resolve(self, job: str | uuid.UUID, datatable: str = DT, role: str | None = None,
+                for_migration: bool = False, conn: psycopg.Connection | None = None) -> Resolved:
+        """resolve_datatable_role as the worker role (a new session unless ``conn``); ``job``
+        is a name in ``w.jobs`` or a job id."""
+        q = ("SELECT dbname, login, password, roles"
+             " FROM resolve_datatable_role(%s, %s, %s, %s)")
+        args = [self.jobs[job] if isinstance(job, str) else job, datatable, role, for_migration]
+        if conn is not None:
+            return Resolved(*conn.execute(q, args).fetchone())
+        with self.connect_worker() as c:
+            return Resolved(*c.execute(q, args).fetchone())
+
+    def sweep(self, conn: psycopg.Connection | None = None, unused_for: str | None = None):
+        """The sweep's report (a new owner session unless ``conn``)."""
+        q = "CALL sweep_unused_role_set_logins(NULL, %s::interval)"
+        if conn is not None:
+            return conn.execute(q, [unused_for]).fetchone()[0]
+        with self.connect_owner() as c:
+            return c.execute(q, [unused_for]).fetchone()[0]
+
+    def advance_clock(self, by: str) -> None:
+        self.call("UPDATE datatable_roles.settings SET clock_offset = clock_offset + %s::interval",
+                  [by])
+
+    # ---- the cluster's view ----------------------------------------------------------------
+    def rows(self) -> dict[str, tuple[str, list[int]]]:
+        """login -> (password, role_ids) of this instance's datatable_role_set."""
+        return {login: (pw, ids) for login, pw, ids in self.call(
+            "SELECT login, password, role_ids FROM datatable_roles.datatable_role_set")}
+
+    def role_state(self, name: str) -> tuple[bool, bool]:
+        """(exists, canlogin)"""
+        row = self.su("postgres").execute(
+            "SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", [name]).fetchone()
+        return (row is not None, bool(row and row[0]))
+
+    def role_oid(self, name: str) -> int | None:
+        row = self.su("postgres").execute("SELECT oid FROM pg_roles WHERE rolname = %s",
+                                          [name]).fetchone()
+        return row[0] if row else None
+
+    def table_owner(self, table: str, dbname: str | None = None) -> str | None:
+        row = self.su(dbname or self.dbname).execute(
+            "SELECT tableowner::text FROM pg_tables WHERE tablename = %s", [table]).fetchone()
+        return row[0] if row else None
+
+    def table_rows(self, table: str, dbname: str | None = None) -> int:
+        return self.su(dbname or self.dbname).execute(
+            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
+
+
+def build_world(scratch: Scratch, meta: MetaDB, uid: str, *, ws: str = WS,
+                users: Mapping[str, Sequence[str]], admins: Sequence[str] = (),
+                roles: Sequence[str] = (), tenants: Mapping[str, Sequence[str]] | None = None,
+                datatables: int | Sequence[DataTableDB] = 1, default: str | None = "admin",
+                orders: Mapping[str, str] | None = None, role_may_create: bool = False,
+                identity: str = "u/publisher", jobs: Sequence[str] = ()) -> World:
+    """A world in metadata database ``meta``:
+
+    - workspace ``ws`` with ``users`` (user -> the groups it is in; emails user@acme.test),
+      those in ``admins`` workspace admins;
+    - catalog roles <uid>_<short> for each short name of ``roles`` and of ``tenants``;
+    - data tables main, dt1, ... on ``datatables`` databases (a count of new ones, or made
+      already), each mapping every role of ``tenants`` (short name -> keys), the default role
+      left admin or set to ``default`` (a short name, or None); with ``role_may_create`` each
+      role may CREATE in each database's schema public;
+    - with ``orders`` (region -> short role name), the first database is the RLS fixture;
+    - a job per name of ``jobs``, started by ``identity`` for that viewer, in ``w.jobs``.
+    """
+    tenants = dict(tenants or {})
+    w = World(scratch.cluster, scratch, meta, uid, ws, identity)
+    w.call("SELECT add_workspace(%s)", [ws])
+    for user, groups in users.items():
+        w.add_user(user, groups, admin=user in admins)
+    for short in dict.fromkeys([*roles, *tenants]):
+        w.roles[short] = f"{uid}_{short}"
+        w.call("SELECT create_datatable_role(%s)", [w.roles[short]])
+    if isinstance(datatables, int):
+        policies = {region: w.roles[r] for region, r in (orders or {}).items()}
+        dbs = [scratch.orders_db(policies) if i == 0 and orders else scratch.datatable_db()
+               for i in range(datatables)]
+    else:
+        assert not orders, "the orders table is made with its database"
+        dbs = list(datatables)
+    default_role = w.roles.get(default, default)
+    for i, db in enumerate(dbs):
+        w.register(DT if i == 0 else f"dt{i}", db, default=default_role,
+                   tenants={w.roles[r]: keys for r, keys in tenants.items()})
+        if role_may_create and w.roles:
+            w.su(db.dbname).execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
+                sql.SQL(", ").join(map(sql.Identifier, w.role_names))))
+    for viewer in jobs:
+        w.jobs[viewer] = w.job(viewer)
+    flush_stats(w.owner_session())
+    return w
+
+
+# The world of the wrapper and CLI tests: orders 1 emea, 2 us, 3 apac, 4 emea, 5 us under a
+# policy per region; alice (group emea), bob (group us), carol (groups emea and us), dave (no
+# group), publisher (the app identity, tenant of nothing); the default role stays admin.
+ACME = dict(
+    users={"alice": ["emea"], "bob": ["us"], "carol": ["emea", "us"], "dave": [],
+           "publisher": []},
+    tenants={"emea": ["g/emea"], "us": ["g/us"]},
+    orders={"emea": "emea", "us": "us"},
+)
+
+# The world of the lifecycle tests: viewer vic is a tenant of roles a and b, so that vic's
+# jobs resolve to a set login; neo is nobody's tenant (yet); the publisher is a workspace
+# admin, so it may name any role; no default role; each role may create tables.
+LIFECYCLE = dict(
+    users={"publisher": [], "vic": [], "neo": []}, admins=["publisher"],
+    tenants={"a": ["u/vic"], "b": ["u/vic"]}, default=None, role_may_create=True,
+    jobs=["vic", "neo"],
+)
+
+
+# ---- logging in with what a resolve returned ------------------------------------------------
+
+def create_table_as(w: World, login: str, password: str, table: str,
+                    dbname: str | None = None, rows: int = 3) -> None:
+    with connect(w.login_conninfo(login, password, dbname)) as conn:
+        assert conn.execute("SELECT current_user").fetchone()[0] == login
+        conn.execute(sql.SQL("CREATE TABLE {} (x integer)").format(sql.Identifier(table)))
+        conn.execute(sql.SQL("INSERT INTO {} SELECT generate_series(1, %s)").format(
+            sql.Identifier(table)), [rows])
+
+
+def login_error(w: World, login: str, password: str, dbname: str | None = None):
+    """None when it logs in, else the psycopg error."""
+    try:
+        with connect(w.login_conninfo(login, password, dbname)) as conn:
+            conn.execute("SELECT 1")
+        return None
+    except psycopg.OperationalError as e:
+        return e
+
+
+def authenticates(w: World, login: str, password: str, dbname: str | None = None) -> bool:
+    try:
+        with connect(w.login_conninfo(login, password, dbname)) as conn:
+            return conn.execute("SELECT current_user").fetchone()[0] == login
+    except psycopg.OperationalError:
+        return False
+
+
+def check_rows_authenticate(w: World) -> None:
+    """Every row with a non-empty password names an existing login that logs in with it."""
+    for login, (password, _ids) in w.rows().items():
+        if password:
+            assert w.role_state(login) == (True, True), f"row of {login}: login missing/NOLOGIN"
+            err = login_error(w, login, password)
+            assert err is None, f"row of {login} has a password that does not log in: {err}"
+
+
+# ---- fault injection and threads ------------------------------------------------------------
+
+# The key fault_point's 'wait' action blocks on (same metadata database).
+FAULT_LOCK = "SELECT pg_advisory_lock(hashtextextended('datatable_roles.fault', 0))"
+FAULT_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended('datatable_roles.fault', 0))"
+FAULT_WAITERS = """
+    SELECT a.pid FROM pg_stat_activity AS a JOIN pg_locks AS l ON l.pid = a.pid
+    WHERE a.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted
+        AND l.objid = (hashtextextended('datatable_roles.fault', 0) & 4294967295)::oid
+"""
+
+
+class FaultHold:
+    """Holds the fault lock in its own session, so a backend armed with fault_action 'wait'
+    blocks at its fault point; wait_for_victim() returns that backend's pid."""
+
+    def __init__(self, w: World):
+        self.conn = w.connect_owner()
+        self.conn.execute(FAULT_LOCK)
+        self.held = True
+
+    def wait_for_victim(self, timeout: float = 20.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rows = self.conn.execute(FAULT_WAITERS).fetchall()
+            if rows:
+                assert len(rows) == 1, rows
+                return rows[0][0]
+            time.sleep(0.01)
+        raise AssertionError("no backend reached the fault point")
+
+    def terminate(self, pid: int) -> None:
+        assert self.conn.execute("SELECT pg_terminate_backend(%s, 10000)", [pid]).fetchone()[0]
+
+    def release(self) -> None:
+        if self.held:
+            self.conn.execute(FAULT_UNLOCK)
+            self.held = False
+
+    def close(self) -> None:
+        self.release()
+        self.conn.close()
+
+
+def arm(conn: psycopg.Connection, point: str, action: str) -> None:
+    conn.execute("SELECT set_config('datatable_roles.fault', %s, false),"
+                 " set_config('datatable_roles.fault_action', %s, false)", [point, action])
+
+
+def disarm(conn: psycopg.Connection) -> None:
+    arm(conn, "", "")
+
+
+class Runner(threading.Thread):
+    """Runs fn() in a thread; .result or .error afterwards."""
+
+    def __init__(self, fn):
+        super().__init__(daemon=True)
+        self.fn = fn
+        self.result = None
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            self.result = self.fn()
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            self.error = e
+
+    def finish(self, timeout: float = 30.0):
+        self.join(timeout)
+        assert not self.is_alive(), "the call did not finish"
+        return self
