@@ -12,7 +12,6 @@ import pytest
 
 from datatable_roles.devcluster import Cluster
 from support import Scratch, build_world
-from support import drop_role  # noqa: F401 - tests/test_upgrade.py imports it from here
 
 
 @pytest.fixture(scope="session")

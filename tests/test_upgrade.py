@@ -74,17 +74,16 @@ def fresh_schema_with_worker(cluster) -> str:
 class Release:
     """The 0.1.0 install and the world in it, driven through the public SQL functions."""
 
-    def __init__(self, cluster, dbname: str, uid: str, datatable):
+    def __init__(self, cluster, dbname: str, uid: str):
         self.cluster, self.db, self.uid = cluster, dbname, uid
         self.owner = psycopg.connect(cluster.owner_conninfo(dbname), autocommit=True)
         self.worker = psycopg.connect(cluster.worker_conninfo(dbname), autocommit=True)
-        self.dt_db, self.admin, self.admin_password = datatable
         self.jobs: dict[str, uuid.UUID] = {}
 
     def role(self, name: str) -> str:
         return f"{self.uid}_{name}"
 
-    def build(self) -> None:
+    def build(self, orders_db) -> None:
         o = self.owner
         o.execute("SELECT datatable_roles.grant_worker(%s)", [self.cluster.worker])
         o.execute("SELECT add_workspace('ws')")
@@ -95,25 +94,14 @@ class Release:
         tenants = {"emea": ["g/emea"], "us": ["u/bob", "u/carol", "u/dave"], "apac": ["u/dave"]}
         for name in tenants:
             o.execute("SELECT create_datatable_role(%s)", [self.role(name)])
-        # Row-level security as the admin login, one policy per role (the seed's style).
+        # The RLS fixture: orders 1 emea, 2 us, 3 apac, 4 emea, 5 us, a policy per role.
+        self.dt_db, self.admin, admin_password = orders_db({n: self.role(n) for n in tenants})
         with self.cluster.connect_super(self.dt_db) as su:
-            su.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.admin)))
-            su.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL)")
-            su.execute("INSERT INTO orders VALUES (1, 'emea'), (2, 'us'), (3, 'apac')")
-            su.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
-            for name in tenants:
-                su.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(
-                    sql.Identifier(self.role(name))))
-                su.execute(sql.SQL(
-                    "CREATE POLICY {} ON orders FOR SELECT USING (region = {}"
-                    " AND pg_has_role(current_user, {}, 'member'))").format(
-                    sql.Identifier(name), sql.Literal(name), sql.Literal(self.role(name))))
             su.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
                 sql.Identifier(self.role("emea"))))
-        o.execute("SELECT register_datatable('ws', 'main', %s, %s, %s)",
-                  [self.dt_db, self.admin, self.admin_password])
-        o.execute("SELECT register_datatable('ws', 'legacy', %s, %s, %s)",
-                  [self.dt_db, self.admin, self.admin_password])
+        for name in ("main", "legacy"):
+            o.execute("SELECT register_datatable('ws', %s, %s, %s, %s)",
+                      [name, self.dt_db, self.admin, admin_password])
         for name, keys in tenants.items():
             o.execute("SELECT set_datatable_role_tenants('ws', 'main', %s, %s)",
                       [self.role(name), keys])
@@ -143,28 +131,17 @@ class Release:
 
 
 @pytest.fixture
-def release(cluster, datatable_db, uid, tmp_path):
+def release(cluster, scratch, orders_db, uid, tmp_path):
     dbname = "dtr_up_" + secrets.token_hex(4)
+    scratch.databases.append(dbname)
     applied = install_release(cluster, dbname, RELEASE_0_1_0, tmp_path)
     assert applied[-1] == "0009_lifecycle" and len(applied) == 9
-    world = Release(cluster, dbname, uid, datatable_db("up"))
-    roles = [world.role(n) for n in ("emea", "us", "apac")]
+    world = Release(cluster, dbname, uid)
     try:
-        world.build()
+        world.build(orders_db)
         yield world
     finally:
         world.close()
-        with cluster.connect_super() as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(dbname)))
-            for login in conn.execute(
-                    "SELECT rolname FROM pg_roles WHERE rolname LIKE 'wm\\_set\\_%%'"
-                    " AND oid IN (SELECT member FROM pg_auth_members WHERE roleid IN"
-                    " (SELECT oid FROM pg_roles WHERE rolname = ANY(%s)))", [roles]).fetchall():
-                conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(login[0])))
-        from conftest import drop_role
-        for role in roles:
-            drop_role(cluster, role)
 
 
 def test_an_install_of_release_0_1_0_in_use_upgrades_to_head(cluster, release):
@@ -188,7 +165,7 @@ def test_an_install_of_release_0_1_0_in_use_upgrades_to_head(cluster, release):
     assert dump_schema(cluster, w.db) == fresh_schema_with_worker(cluster)
     # Every login handed out before still authenticates, and sees the same rows.
     assert {v: w.sees(*before[v][:3]) for v in before} == {
-        "alice": "1", "bob": "2", "carol": "1,2", "dave": "2,3", "legacy": "1,2,3"}
+        "alice": "1,4", "bob": "2,5", "carol": "1,2,4,5", "dave": "2,3,5", "legacy": "1,2,3,4,5"}
     # Resolve gives the same answers (nothing was due for rotation).
     assert {v: w.resolve(v) for v in ("alice", "bob", "carol", "dave")} == {
         v: before[v] for v in ("alice", "bob", "carol", "dave")}
@@ -219,4 +196,4 @@ def test_an_install_of_release_0_1_0_in_use_upgrades_to_head(cluster, release):
     # Carol's set login is made again on demand, under the same name, and works.
     again = w.resolve("carol")
     assert again[1] == carol_login and again[2] != carol_password
-    assert w.sees(*again[:3]) == "1,2"
+    assert w.sees(*again[:3]) == "1,2,4,5"
