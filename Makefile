@@ -1,6 +1,7 @@
 # datatable-roles: developer and CI entry points.
-#   make test    install what is missing, then lint + plpgsql_check + pg_prove + pytest
-#                against a throwaway cluster
+#   make test    install what is missing (PostgreSQL 16-18 binaries into .pg/), then lint,
+#                and plpgsql_check (15) + pg_prove + pytest on a throwaway cluster of each
+#                of PG="15 16 17 18" in turn
 #   make demo    install what is missing, then a tour on a throwaway cluster: per-viewer
 #                rows under each kind of default role
 #   make bench   the speed ratios of README.md, on a throwaway cluster (a few minutes)
@@ -18,7 +19,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.deps-installed
 DEVCLUSTER := $(VENV)/bin/python -m datatable_roles.devcluster
 
-.PHONY: deps apt-deps test demo bench lint schema migration clean
+.PHONY: deps apt-deps pg-bin test demo bench lint schema migration clean
 
 deps: apt-deps $(STAMP)
 
@@ -42,8 +43,16 @@ $(STAMP): requirements.txt python/pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -e python/
 	touch $@
 
-test: deps
-	$(DEVCLUSTER) run -- bash tests/run_checks.sh
+# The PostgreSQL versions of `make test` (`make test PG=17` for one).
+PG ?= 15 16 17 18
+PG_CLIENT_BIN := $(CURDIR)/.pg/client/bin
+
+# Server binaries of 16-18 and the 18.x client programs, fetched once into .pg/.
+pg-bin: $(STAMP)
+	PYTHON=$(VENV)/bin/python bash tools/fetch-postgres.sh client $(filter-out 15,$(PG))
+
+test: deps pg-bin
+	DTR_PYTHON=$(VENV)/bin/python bash tests/matrix.sh $(PG)
 
 demo: deps
 	$(VENV)/bin/python -m datatable_roles demo
@@ -54,8 +63,8 @@ bench: deps
 lint: $(STAMP)
 	DTR_PYTHON=$(VENV)/bin/python bash tests/run_checks.sh lint
 
-schema: deps
-	$(DEVCLUSTER) schema --output sql/schema.sql
+schema: deps pg-bin
+	DTR_PG_CLIENT_BIN=$(PG_CLIENT_BIN) $(DEVCLUSTER) schema --output sql/schema.sql
 
 MIGRATIONS := python/datatable_roles/sql/migrations
 migration:

@@ -4,12 +4,12 @@
 # exports PGHOST/PGPORT/PGUSER (superuser over the socket) and the DTR_* variables.
 # Steps can be named: `bash tests/run_checks.sh lint` (sqlfluff alone, no cluster needed),
 # `... run -- bash tests/run_checks.sh pytest`.
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${DTR_PYTHON:-python3}
-PG_BIN=${DTR_PG_BIN:-/usr/lib/postgresql/15/bin}
-PSQL=("$PG_BIN/psql" -X -v ON_ERROR_STOP=1)
+PG_CLIENT_BIN=${DTR_PG_CLIENT_BIN:-${DTR_PG_BIN:-/usr/lib/postgresql/15/bin}}
+PSQL=("$PG_CLIENT_BIN/psql" -X -v ON_ERROR_STOP=1)
 
 header() { printf '\n===== %s =====\n' "$*"; }
 
@@ -53,7 +53,7 @@ step_pg_prove() {
     "${PSQL[@]}" -q -d dtr_tap_template -c 'CREATE EXTENSION pgtap' \
         -f tests/pgtap/lib/helpers.sql
     # -j1: the tests create cluster-wide roles.
-    pg_prove --psql-bin "$PG_BIN/psql" --ext .sql -j1 --failures --comments \
+    pg_prove --psql-bin "$PG_CLIENT_BIN/psql" --ext .sql -j1 --failures --comments \
         -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres "${files[@]}"
 }
 
@@ -62,18 +62,34 @@ step_pytest() {
     "$PYTHON" -m pytest -q tests
 }
 
+# Every step runs, whatever an earlier one gave; one line per step at the end (and in
+# $DTR_RESULTS when set: tests/matrix.sh collects them), and the exit status is 1 when any
+# step failed.
 steps=("$@")
 ((${#steps[@]})) || steps=(sqlfluff plpgsql_check pg_prove pytest)
+summary=()
+status=0
 for step in "${steps[@]}"; do
     case $step in
-        lint | sqlfluff) step_sqlfluff ;;
-        plpgsql_check | pg_prove | pytest)
-            : "${PGHOST:?run this inside: python -m datatable_roles.devcluster run -- bash $0}"
-            "step_$step"
-            ;;
+        lint | sqlfluff | plpgsql_check | pg_prove | pytest) ;;
         *)
             echo "unknown step: $step (sqlfluff|plpgsql_check|pg_prove|pytest)" >&2
             exit 2
             ;;
     esac
+    [[ $step == lint ]] && step=sqlfluff
+    if [[ $step != sqlfluff ]]; then
+        : "${PGHOST:?run this inside: python -m datatable_roles.devcluster run -- bash $0}"
+    fi
+    start=$SECONDS
+    log=$(mktemp)
+    (set -e; "step_$step") 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    detail=$(grep -E '^(Files=|[0-9]+ (passed|failed)|.* (passed|failed)( |,).* in )' "$log" | tail -n 1)
+    rm -f "$log"
+    if ((rc == 0)); then word=PASS; else word=FAIL; status=1; fi
+    summary+=("$(printf '%-14s %s %4d s  %s' "$step" "$word" $((SECONDS - start)) "$detail")")
 done
+header "summary"
+printf '%s\n' "${summary[@]}" | tee -a "${DTR_RESULTS:-/dev/null}"
+exit $status

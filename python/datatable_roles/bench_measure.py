@@ -24,11 +24,11 @@ from .bench_config import log
 from .bench_report import Row
 from .bench_world import Instance, World, connect
 from .client import Client
-from .devcluster import PG_BIN, Cluster
+from .devcluster import PG_CLIENT_BIN, Cluster
 from .errors import DatatableRolesError
 from .scram import scram_sha256_verifier
 
-PGBENCH = PG_BIN / "pgbench"
+PGBENCH = PG_CLIENT_BIN / "pgbench"
 RLS_QUERY = "SELECT count(*) FROM orders"
 
 

@@ -103,7 +103,7 @@ class World:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
                 sql.Identifier(self.dt_admin),
                 sql.Literal(scram_sha256_verifier(self.dt_admin_password, 4096))))
-            conn.execute(sql.SQL("GRANT {} TO {}").format(
+            conn.execute(sql.SQL("GRANT {} TO {} WITH ADMIN OPTION").format(
                 sql.Identifier(self.dt_admin), sql.Identifier(self.c.owner)))
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(self.dt_db), sql.Identifier(self.dt_admin)))

@@ -146,7 +146,7 @@ class Demo:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
                 sql.Identifier(DT_ADMIN),
                 sql.Literal(scram_sha256_verifier(self.admin_password))))
-            conn.execute(sql.SQL("GRANT {} TO {}").format(
+            conn.execute(sql.SQL("GRANT {} TO {} WITH ADMIN OPTION").format(
                 sql.Identifier(DT_ADMIN), sql.Identifier(self.cluster.owner)))
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(DT_DB), sql.Identifier(DT_ADMIN)))

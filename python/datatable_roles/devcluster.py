@@ -47,7 +47,11 @@ from psycopg.conninfo import make_conninfo
 from .migrate import BOOTSTRAP_SQL, SQL_DIR, migrate
 from .scram import scram_sha256_verifier
 
+# Server programs (initdb, pg_ctl, postgres) of the version under test, and client programs
+# (psql, pg_dump, pgbench) at least as new as the server: pg_dump refuses newer servers.
+# `make test PG=17` sets both (Makefile, tools/fetch-postgres.sh).
 PG_BIN = Path(os.environ.get("DTR_PG_BIN", "/usr/lib/postgresql/15/bin"))
+PG_CLIENT_BIN = Path(os.environ.get("DTR_PG_CLIENT_BIN", str(PG_BIN)))
 
 SUPERUSER = "postgres"
 OWNER = "dtr_owner"
@@ -132,7 +136,7 @@ class Cluster:
             "DTR_WORKER": self.worker, "DTR_WORKER_PASSWORD": self.worker_password,
             "DTR_TEMPLATE_DB": self.template,
             "DTR_PGDATA": str(self.pgdata), "DTR_LOG": str(self.log_path),
-            "DTR_PG_BIN": str(PG_BIN),
+            "DTR_PG_BIN": str(PG_BIN), "DTR_PG_CLIENT_BIN": str(PG_CLIENT_BIN),
         }
 
     # ---- connection strings ----------------------------------------------------------------
@@ -184,7 +188,7 @@ class Cluster:
     def psql_file(self, path: str | os.PathLike, dbname: str = "postgres",
                   **variables: str) -> None:
         """Run a SQL file with psql as superuser (as the caller, over the socket)."""
-        cmd = [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"]
+        cmd = [str(PG_CLIENT_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"]
         for k, v in variables.items():
             cmd += ["-v", f"{k}={v}"]
         subprocess.run(cmd + ["-d", self.superuser_conninfo(dbname), "-f", str(path)],
@@ -240,7 +244,7 @@ class Cluster:
         with self.connect_super() as conn:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
                 sql.Identifier(admin), sql.Literal(scram_sha256_verifier(password))))
-            conn.execute(sql.SQL("GRANT {} TO {}").format(
+            conn.execute(sql.SQL("GRANT {} TO {} WITH ADMIN OPTION").format(
                 sql.Identifier(admin), sql.Identifier(self.owner)))
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(dbname), sql.Identifier(admin)))
@@ -415,7 +419,7 @@ def normalise_schema_dump(text: str) -> str:
 
 def dump_schema(cluster: Cluster, dbname: str) -> str:
     """pg_dump --schema-only of schemas public and datatable_roles, normalised."""
-    cmd = [str(PG_BIN / "pg_dump"), "--schema-only", "--no-comments",
+    cmd = [str(PG_CLIENT_BIN / "pg_dump"), "--schema-only", "--no-comments",
            "-n", "public", "-n", "datatable_roles"]
     for pattern in YOYO_TABLES:
         cmd += ["-T", pattern]

@@ -427,6 +427,7 @@ CREATE FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login 
 DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
+    taken pg_roles;
     fresh_password text;
     names text [];
 BEGIN
@@ -471,12 +472,17 @@ BEGIN
         WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
     fresh_password := datatable_roles.new_password();
     BEGIN
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = login) THEN
+        SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = login;
+        IF FOUND THEN
             -- A login without a usable row: take it back, stripped of any
             -- attribute it may have been given (one a superuser gave it,
             -- SUPERUSER, REPLICATION or BYPASSRLS, makes this ALTER fail).
-            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT NOCREATEDB NOCREATEROLE PASSWORD %L',
-                login, datatable_roles.verifier_for(fresh_password));
+            -- Only attributes to change are named: from 16 on, naming one the
+            -- owner lacks (NOCREATEDB) is refused.
+            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT%s%s PASSWORD %L', login,
+                CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
+                CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
+                datatable_roles.verifier_for(fresh_password));
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             PERFORM datatable_roles.reset_memberships(login, names);
         ELSE
@@ -491,9 +497,20 @@ BEGIN
                 (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
             PERFORM datatable_roles.fault_point('create:after_create_role');
         END IF;
-    EXCEPTION WHEN unique_violation OR duplicate_object THEN
-        RAISE EXCEPTION 'set login % was created concurrently; retry', login
-            USING ERRCODE = 'serialization_failure';
+    EXCEPTION
+        WHEN unique_violation OR duplicate_object THEN
+            RAISE EXCEPTION 'set login % was created concurrently; retry', login
+                USING ERRCODE = 'serialization_failure';
+        WHEN insufficient_privilege THEN
+            -- From 16 on, a CREATEROLE owner may alter only the roles it
+            -- holds with ADMIN OPTION: those it made. One made by someone
+            -- else is not adopted.
+            RAISE EXCEPTION 'set login % exists and the package owner may not take it back: %',
+                login, SQLERRM
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = format('It was not made by the package owner. As a superuser, DROP ROLE %I (it is'
+                          || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION.',
+                          login, login, current_user);
     END;
     INSERT INTO datatable_roles.datatable_role_set AS s (login, role_ids, password, created_at, last_used_at)
     VALUES (login, p_role_ids, fresh_password, now_ts, now_ts)
@@ -613,6 +630,14 @@ $$;
 
 ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.link_login() RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT c.login FROM datatable_roles.link_credential AS c
+$$;
+
+ALTER FUNCTION datatable_roles.link_login() OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(password text, last_used_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $$
@@ -731,6 +756,14 @@ CREATE FUNCTION datatable_roles.no_default() RETURNS text
     RETURN '*none*'::text;
 
 ALTER FUNCTION datatable_roles.no_default() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.pg16_or_later() RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT current_setting('server_version_num')::integer >= 160000
+$$;
+
+ALTER FUNCTION datatable_roles.pg16_or_later() OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.require(p_value anyelement, p_argument text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
@@ -1106,15 +1139,13 @@ BEGIN
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
         EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
         -- REASSIGN OWNED, in the link login's session, needs the privileges
-        -- of the login: make the owner a member (committed with this step)
-        -- when the login owns or holds something to move.
+        -- of the login: make the link login a member (committed with this
+        -- step) when the login owns or holds something to move. What counts
+        -- is what a membership allows (USAGE), not that a row exists: on 16
+        -- the owner's own ADMIN membership neither inherits nor sets.
         IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
-            AND NOT EXISTS (
-                SELECT FROM pg_auth_members AS am
-                WHERE am.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
-                    AND am.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = current_user)
-            ) THEN
-            EXECUTE format('GRANT %I TO %I', p_login, current_user);
+            AND NOT pg_has_role(datatable_roles.link_login(), p_login, 'USAGE') THEN
+            EXECUTE format('GRANT %I TO %I', p_login, datatable_roles.link_login());
         END IF;
     END IF;
     PERFORM datatable_roles.end_sessions_of(p_login);
@@ -1331,12 +1362,13 @@ BEGIN
     INSERT INTO datatable_roles.catalog_role (name, password)
     VALUES (role_name, new_password)
     RETURNING id INTO new_id;
-    -- The owner is made a member so that it may later move and drop what the
-    -- role owns (REASSIGN OWNED needs the privileges of both roles).
+    -- The link login is made a member so that it may later move what the role
+    -- owns in each data table database (REASSIGN OWNED needs the privileges
+    -- of both roles). The owner, its creator, holds ADMIN on it from 16 on.
     BEGIN
         EXECUTE format(
             'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L ROLE %I',
-            role_name, datatable_roles.verifier_for(new_password), current_user
+            role_name, datatable_roles.verifier_for(new_password), datatable_roles.link_login()
         );
     EXCEPTION WHEN reserved_name THEN
         RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)
@@ -1596,7 +1628,21 @@ BEGIN
         RAISE EXCEPTION 'the package owner % is not a member of admin login %',
             current_user, quote_literal(register_datatable.admin_login)
             USING ERRCODE = 'insufficient_privilege',
-                  HINT = format('As a superuser: GRANT %I TO %I;', register_datatable.admin_login, current_user);
+                  HINT = format('As a superuser: GRANT %I TO %I%s;', register_datatable.admin_login, current_user,
+                      CASE WHEN datatable_roles.pg16_or_later() THEN ' WITH ADMIN OPTION' ELSE '' END);
+    END IF;
+    -- The link login moves objects to the admin login (REASSIGN OWNED needs
+    -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
+    IF NOT pg_has_role(datatable_roles.link_login(), register_datatable.admin_login, 'USAGE') THEN
+        IF datatable_roles.pg16_or_later()
+            AND NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE WITH ADMIN OPTION') THEN
+            RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',
+                current_user, quote_literal(register_datatable.admin_login)
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = format('PostgreSQL 16 and later: as a superuser, GRANT %I TO %I WITH ADMIN OPTION;',
+                          register_datatable.admin_login, current_user);
+        END IF;
+        EXECUTE format('GRANT %I TO %I', register_datatable.admin_login, datatable_roles.link_login());
     END IF;
     INSERT INTO datatable_roles.datatable (workspace, name, dbname, admin_login, admin_password, default_role)
     VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,
@@ -2227,6 +2273,8 @@ REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea)
 
 REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.link_login() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.live_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.lock_set_login(p_login text) FROM PUBLIC;
@@ -2242,6 +2290,8 @@ REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC
 REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.pg16_or_later() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require(p_value anyelement, p_argument text) FROM PUBLIC;
 

@@ -382,7 +382,7 @@ BEGIN
     --   1 emea, 2 us, 3 apac, 4 emea, 5 us
     PERFORM tap.exec_in('postgres', format('CREATE ROLE %I LOGIN PASSWORD %L',
         p_admin, datatable_roles.scram_verifier(admin_password, 16)));
-    PERFORM tap.exec_in('postgres', format('GRANT %I TO dtr_owner', p_admin));
+    PERFORM tap.exec_in('postgres', format('GRANT %I TO dtr_owner WITH ADMIN OPTION', p_admin));
     PERFORM tap.exec_in('postgres', format('CREATE DATABASE %I OWNER %I', p_dbname, p_admin));
     PERFORM tap.exec_in(p_dbname, format($sql$
         SET ROLE %I;

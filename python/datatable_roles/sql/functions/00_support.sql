@@ -19,6 +19,15 @@ AS $$
     SELECT now() + s.clock_offset FROM datatable_roles.settings AS s
 $$;
 
+-- PostgreSQL 16 changed role grants (ADMIN OPTION to grant, per-grant INHERIT
+-- and SET, no naming of attributes one lacks): the few places that differ ask.
+CREATE OR REPLACE FUNCTION datatable_roles.pg16_or_later()
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT current_setting('server_version_num')::integer >= 160000
+$$;
+
 -- Raise 22004 when a required argument is NULL.
 CREATE OR REPLACE FUNCTION datatable_roles.require(p_value anyelement, p_argument text)
 RETURNS void

@@ -148,12 +148,13 @@ BEGIN
     INSERT INTO datatable_roles.catalog_role (name, password)
     VALUES (role_name, new_password)
     RETURNING id INTO new_id;
-    -- The owner is made a member so that it may later move and drop what the
-    -- role owns (REASSIGN OWNED needs the privileges of both roles).
+    -- The link login is made a member so that it may later move what the role
+    -- owns in each data table database (REASSIGN OWNED needs the privileges
+    -- of both roles). The owner, its creator, holds ADMIN on it from 16 on.
     BEGIN
         EXECUTE format(
             'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L ROLE %I',
-            role_name, datatable_roles.verifier_for(new_password), current_user
+            role_name, datatable_roles.verifier_for(new_password), datatable_roles.link_login()
         );
     EXCEPTION WHEN reserved_name THEN
         RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)

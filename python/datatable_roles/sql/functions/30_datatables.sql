@@ -108,7 +108,21 @@ BEGIN
         RAISE EXCEPTION 'the package owner % is not a member of admin login %',
             current_user, quote_literal(register_datatable.admin_login)
             USING ERRCODE = 'insufficient_privilege',
-                  HINT = format('As a superuser: GRANT %I TO %I;', register_datatable.admin_login, current_user);
+                  HINT = format('As a superuser: GRANT %I TO %I%s;', register_datatable.admin_login, current_user,
+                      CASE WHEN datatable_roles.pg16_or_later() THEN ' WITH ADMIN OPTION' ELSE '' END);
+    END IF;
+    -- The link login moves objects to the admin login (REASSIGN OWNED needs
+    -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
+    IF NOT pg_has_role(datatable_roles.link_login(), register_datatable.admin_login, 'USAGE') THEN
+        IF datatable_roles.pg16_or_later()
+            AND NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE WITH ADMIN OPTION') THEN
+            RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',
+                current_user, quote_literal(register_datatable.admin_login)
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = format('PostgreSQL 16 and later: as a superuser, GRANT %I TO %I WITH ADMIN OPTION;',
+                          register_datatable.admin_login, current_user);
+        END IF;
+        EXECUTE format('GRANT %I TO %I', register_datatable.admin_login, datatable_roles.link_login());
     END IF;
     INSERT INTO datatable_roles.datatable (workspace, name, dbname, admin_login, admin_password, default_role)
     VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,

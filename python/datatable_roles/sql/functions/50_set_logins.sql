@@ -115,6 +115,7 @@ AS $$
 DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
+    taken pg_roles;
     fresh_password text;
     names text [];
 BEGIN
@@ -159,12 +160,17 @@ BEGIN
         WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
     fresh_password := datatable_roles.new_password();
     BEGIN
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = login) THEN
+        SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = login;
+        IF FOUND THEN
             -- A login without a usable row: take it back, stripped of any
             -- attribute it may have been given (one a superuser gave it,
             -- SUPERUSER, REPLICATION or BYPASSRLS, makes this ALTER fail).
-            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT NOCREATEDB NOCREATEROLE PASSWORD %L',
-                login, datatable_roles.verifier_for(fresh_password));
+            -- Only attributes to change are named: from 16 on, naming one the
+            -- owner lacks (NOCREATEDB) is refused.
+            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT%s%s PASSWORD %L', login,
+                CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
+                CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
+                datatable_roles.verifier_for(fresh_password));
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             PERFORM datatable_roles.reset_memberships(login, names);
         ELSE
@@ -179,9 +185,20 @@ BEGIN
                 (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
             PERFORM datatable_roles.fault_point('create:after_create_role');
         END IF;
-    EXCEPTION WHEN unique_violation OR duplicate_object THEN
-        RAISE EXCEPTION 'set login % was created concurrently; retry', login
-            USING ERRCODE = 'serialization_failure';
+    EXCEPTION
+        WHEN unique_violation OR duplicate_object THEN
+            RAISE EXCEPTION 'set login % was created concurrently; retry', login
+                USING ERRCODE = 'serialization_failure';
+        WHEN insufficient_privilege THEN
+            -- From 16 on, a CREATEROLE owner may alter only the roles it
+            -- holds with ADMIN OPTION: those it made. One made by someone
+            -- else is not adopted.
+            RAISE EXCEPTION 'set login % exists and the package owner may not take it back: %',
+                login, SQLERRM
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = format('It was not made by the package owner. As a superuser, DROP ROLE %I (it is'
+                          || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION.',
+                          login, login, current_user);
     END;
     INSERT INTO datatable_roles.datatable_role_set AS s (login, role_ids, password, created_at, last_used_at)
     VALUES (login, p_role_ids, fresh_password, now_ts, now_ts)

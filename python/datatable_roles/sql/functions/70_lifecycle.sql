@@ -2,6 +2,17 @@
 -- data table database, moving what a login owns to the admin login, the
 -- 30-day sweep, stray sessions, and dropping catalog roles.
 
+-- The link login of this instance: sessions the package opens in data table
+-- databases log in as it (exec_in_database). It is a member of every catalog
+-- role and every registered admin login, and of a set login while the sweep
+-- moves what that login owns; it is not a member of the package owner.
+CREATE OR REPLACE FUNCTION datatable_roles.link_login()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.login FROM datatable_roles.link_credential AS c
+$$;
+
 -- Runs statements in another database of the cluster as the link login, in
 -- a session of their own (committed there, whatever happens here).
 CREATE OR REPLACE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text)
@@ -153,15 +164,13 @@ BEGIN
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
         EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
         -- REASSIGN OWNED, in the link login's session, needs the privileges
-        -- of the login: make the owner a member (committed with this step)
-        -- when the login owns or holds something to move.
+        -- of the login: make the link login a member (committed with this
+        -- step) when the login owns or holds something to move. What counts
+        -- is what a membership allows (USAGE), not that a row exists: on 16
+        -- the owner's own ADMIN membership neither inherits nor sets.
         IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
-            AND NOT EXISTS (
-                SELECT FROM pg_auth_members AS am
-                WHERE am.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
-                    AND am.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = current_user)
-            ) THEN
-            EXECUTE format('GRANT %I TO %I', p_login, current_user);
+            AND NOT pg_has_role(datatable_roles.link_login(), p_login, 'USAGE') THEN
+            EXECUTE format('GRANT %I TO %I', p_login, datatable_roles.link_login());
         END IF;
     END IF;
     PERFORM datatable_roles.end_sessions_of(p_login);

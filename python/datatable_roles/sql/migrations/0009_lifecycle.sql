@@ -33,8 +33,10 @@ DECLARE
         (SELECT s.instance_id::text FROM datatable_roles.settings AS s), '-', ''), 20);
     secret text := datatable_roles.new_password();
 BEGIN
-    EXECUTE format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER PASSWORD %L IN ROLE %I',
-        link, datatable_roles.verifier_for(secret), current_user);
+    -- Changed after 0.1.0, which made it a member of the owner (IN ROLE), a
+    -- grant PostgreSQL 16 refuses; 0011 gives it what it needs instead.
+    EXECUTE format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER PASSWORD %L',
+        link, datatable_roles.verifier_for(secret));
     INSERT INTO datatable_roles.link_credential (login, password) VALUES (link, secret);
 END;
 $$;

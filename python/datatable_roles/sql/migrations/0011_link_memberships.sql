@@ -1,0 +1,32 @@
+-- depends: 0010_functions_apart
+-- functions: 159c64b0cbc7ee028fb7563a7601c1f72b174684101bc24e13e851f5b860c2f4
+-- PostgreSQL 16 and later refuse to make the link login a member of the
+-- package owner (granting a role takes ADMIN OPTION on it, which no role
+-- holds on itself). The link login now holds, itself, what moving objects
+-- needs: every catalog role and every registered admin login (and a set
+-- login while the sweep moves what it owns). An install from 0.1.0 (15 only)
+-- loses the old membership and gets those grants.
+DO $$
+DECLARE
+    link text := (SELECT c.login FROM datatable_roles.link_credential AS c);
+    granted text;
+BEGIN
+    IF EXISTS (
+        SELECT FROM pg_auth_members AS m
+        WHERE m.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = current_user)
+            AND m.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = link)
+    ) THEN
+        EXECUTE format('REVOKE %I FROM %I', current_user, link);
+    END IF;
+    FOR granted IN
+        SELECT r.name FROM datatable_roles.catalog_role AS r
+        UNION
+        SELECT d.admin_login FROM datatable_roles.datatable AS d WHERE d.admin_login IS NOT NULL
+    LOOP
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = granted)
+            AND NOT pg_has_role(link, granted, 'USAGE') THEN
+            EXECUTE format('GRANT %I TO %I', granted, link);
+        END IF;
+    END LOOP;
+END;
+$$;

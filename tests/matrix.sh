@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make test`: sqlfluff once, then every check on each PostgreSQL version named (default
+# 15 16 17 18), one after another, each on its own throwaway cluster, each version's
+# failure not hiding the others'. plpgsql_check runs on 15 only (Debian builds it for 15
+# alone). Ends with one line per version and step, and the time each took.
+#   tests/matrix.sh 15 17
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${DTR_PYTHON:-.venv/bin/python}
+export DTR_PYTHON=$PYTHON
+# One client for every server: pg_dump refuses servers newer than itself, and one pg_dump
+# keeps the schema snapshot the same on every version.
+export DTR_PG_CLIENT_BIN=${DTR_PG_CLIENT_BIN:-$PWD/.pg/client/bin}
+results=$(mktemp)
+status=0
+total=$SECONDS
+
+server_bin() {
+    if [[ $1 == 15 ]]; then echo /usr/lib/postgresql/15/bin; else echo "$PWD/.pg/$1/bin"; fi
+}
+
+versions=("$@")
+((${#versions[@]})) || versions=(15 16 17 18)
+
+echo "== every version" >>"$results"
+DTR_RESULTS=$results bash tests/run_checks.sh sqlfluff || status=1
+for version in "${versions[@]}"; do
+    steps=(pg_prove pytest)
+    [[ $version == 15 ]] && steps=(plpgsql_check pg_prove pytest)
+    printf '\n########## PostgreSQL %s ##########\n' "$version"
+    echo "== PostgreSQL $version ($(server_bin "$version"))" >>"$results"
+    start=$SECONDS
+    DTR_PG_BIN=$(server_bin "$version") DTR_RESULTS=$results \
+        "$PYTHON" -m datatable_roles.devcluster run -- bash tests/run_checks.sh "${steps[@]}" \
+        || status=1
+    echo "   PostgreSQL $version took $((SECONDS - start)) s" >>"$results"
+done
+printf '\n########## results (%d s in all) ##########\n' $((SECONDS - total))
+cat "$results"
+rm -f "$results"
+exit $status
