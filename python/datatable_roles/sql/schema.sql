@@ -102,7 +102,6 @@ ALTER FUNCTION datatable_roles.databases_holding(p_login text) OWNER TO dtr_owne
 
 CREATE FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) RETURNS datatable_roles.decision
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
     h record;
@@ -1772,9 +1771,12 @@ CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role 
 DECLARE
     d datatable_roles.decision;
 BEGIN
-    PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
-    PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
-    PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
+    IF resolve_datatable_role.job_id IS NULL OR resolve_datatable_role.datatable IS NULL
+        OR resolve_datatable_role.for_migration IS NULL THEN
+        PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
+        PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
+        PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
+    END IF;
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
     IF d.refused_case IS NOT NULL THEN

@@ -138,12 +138,16 @@ $$;
 -- table (R2 ends there), one for the default (default_of; R10 with the
 -- default held ends there), one for the viewer (viewer_roles_of), and one
 -- for the login (login_of_roles). p_trace fills steps, for explain.
+--
+-- No SET clause (it would save and restore the setting on every call, on
+-- the hot path): decide is called only by resolve_datatable_role and
+-- explain_datatable_role, SECURITY DEFINER functions that pin search_path,
+-- and it names every object of the package with its schema.
 CREATE OR REPLACE FUNCTION datatable_roles.decide(
     p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean
 )
 RETURNS datatable_roles.decision
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     h record;
@@ -395,9 +399,12 @@ AS $$
 DECLARE
     d datatable_roles.decision;
 BEGIN
-    PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
-    PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
-    PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
+    IF resolve_datatable_role.job_id IS NULL OR resolve_datatable_role.datatable IS NULL
+        OR resolve_datatable_role.for_migration IS NULL THEN
+        PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
+        PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
+        PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
+    END IF;
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
     IF d.refused_case IS NOT NULL THEN

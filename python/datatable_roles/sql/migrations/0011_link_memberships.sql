@@ -1,5 +1,5 @@
 -- depends: 0010_functions_apart
--- functions: 159c64b0cbc7ee028fb7563a7601c1f72b174684101bc24e13e851f5b860c2f4
+-- functions: 2488e1902582efba2cd8c80a322f6ee191a6e98ed32c779962224b022104ea55
 -- PostgreSQL 16 and later refuse to make the link login a member of the
 -- package owner (granting a role takes ADMIN OPTION on it, which no role
 -- holds on itself). The link login now holds, itself, what moving objects
