@@ -2,7 +2,8 @@
 # `make test`: sqlfluff once, then every check on each PostgreSQL version named (default
 # 15 16 17 18), one after another, each on its own throwaway cluster, each version's
 # failure not hiding the others'. plpgsql_check runs on 15 only (Debian builds it for 15
-# alone). Ends with one line per version and step, and the time each took.
+# alone). Then, when 15 is among them, the pg_upgrade from 15 to 18. Ends with one line per
+# version and step, and the time each took.
 #   tests/matrix.sh 15 17
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,19 @@ for version in "${versions[@]}"; do
         || status=1
     echo "   PostgreSQL $version took $((SECONDS - start)) s" >>"$results"
 done
+# A major-version upgrade, once: an install in use on 15, pg_upgrade to 18, the superuser
+# step, migrate (tests/pg_upgrade_check.py makes its own clusters).
+if [[ " ${versions[*]} " == *" 15 "* ]]; then
+    printf '\n########## pg_upgrade 15 -> 18 ##########\n'
+    start=$SECONDS
+    log=$(mktemp)
+    "$PYTHON" -m pytest -q -p no:cacheprovider tests/pg_upgrade_check.py 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    ((rc == 0)) && word=PASS || { word=FAIL; status=1; }
+    printf '== pg_upgrade 15 -> 18\n%-14s %s %4d s  %s\n' pytest "$word" $((SECONDS - start)) \
+        "$(tail -n 1 "$log")" >>"$results"
+    rm -f "$log"
+fi
 printf '\n########## results (%d s in all) ##########\n' $((SECONDS - total))
 cat "$results"
 rm -f "$results"

@@ -91,7 +91,9 @@ class Cluster:
     """A private PostgreSQL cluster, either started here or attached to via environment."""
 
     def __init__(self, log_statement: str = "none", settings: dict | None = None,
-                 migrations_dir: str | os.PathLike | None = None, keep: bool = False):
+                 migrations_dir: str | os.PathLike | None = None, keep: bool = False,
+                 bin_dir: str | os.PathLike | None = None):
+        self.bin_dir = Path(bin_dir) if bin_dir is not None else PG_BIN
         self.log_statement = log_statement
         self.settings = dict(settings or {})
         self.migrations_dir = migrations_dir
@@ -136,7 +138,7 @@ class Cluster:
             "DTR_WORKER": self.worker, "DTR_WORKER_PASSWORD": self.worker_password,
             "DTR_TEMPLATE_DB": self.template,
             "DTR_PGDATA": str(self.pgdata), "DTR_LOG": str(self.log_path),
-            "DTR_PG_BIN": str(PG_BIN), "DTR_PG_CLIENT_BIN": str(PG_CLIENT_BIN),
+            "DTR_PG_BIN": str(self.bin_dir), "DTR_PG_CLIENT_BIN": str(PG_CLIENT_BIN),
         }
 
     # ---- connection strings ----------------------------------------------------------------
@@ -167,12 +169,13 @@ class Cluster:
 
     # ---- running server programs ---------------------------------------------------------
 
-    def _as_postgres(self, *argv: str | os.PathLike) -> subprocess.CompletedProcess:
+    def _as_postgres(self, *argv: str | os.PathLike,
+                     cwd: str | os.PathLike = "/") -> subprocess.CompletedProcess:
         cmd = [str(a) for a in argv]
         if _is_root():
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        # cwd=/ : the caller's directory may be unreadable for postgres.
-        proc = subprocess.run(cmd, cwd="/", capture_output=True, text=True)
+        # cwd=/ by default: the caller's directory may be unreadable for postgres.
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
                                f"{proc.stdout}{proc.stderr}{self._log_tail()}")
@@ -297,11 +300,18 @@ class Cluster:
             pw = pwd.getpwnam("postgres")
             for p in (self.base, self.sockdir):
                 os.chown(p, pw.pw_uid, pw.pw_gid)
-        self._as_postgres(PG_BIN / "initdb", "-D", self.pgdata, "-U", SUPERUSER,
-                          "--auth-local=trust", "--auth-host=scram-sha-256",
+        self._init_data(self.bin_dir, self.pgdata)
+
+    def _init_data(self, bin_dir: Path, pgdata: Path) -> None:
+        """initdb of ``pgdata`` with ``bin_dir``'s programs, and this cluster's settings."""
+        checksums = []
+        if self._major(bin_dir) >= 18:  # 18 turns data checksums on; pg_upgrade needs alike
+            checksums = ["--no-data-checksums"]
+        self._as_postgres(bin_dir / "initdb", "-D", pgdata, "-U", SUPERUSER,
+                          "--auth-local=trust", "--auth-host=scram-sha-256", *checksums,
                           "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions")
         # The files exist (owned by postgres); rewriting them in place keeps their owner.
-        (self.pgdata / "pg_hba.conf").write_text(PG_HBA)
+        (pgdata / "pg_hba.conf").write_text(PG_HBA)
         settings = {
             "listen_addresses": "127.0.0.1",
             "unix_socket_directories": str(self.sockdir),
@@ -312,10 +322,32 @@ class Cluster:
             "log_statement": self.log_statement,
             **self.settings,
         }
-        with open(self.pgdata / "postgresql.conf", "a") as f:
+        with open(pgdata / "postgresql.conf", "a") as f:
             f.write("\n# datatable-roles devcluster\n")
             for k, v in settings.items():
                 f.write(f"{k} = {_conf_value(v)}\n")
+
+    @staticmethod
+    def _major(bin_dir: Path) -> int:
+        out = subprocess.run([str(bin_dir / "postgres"), "--version"], capture_output=True,
+                             text=True, check=True).stdout
+        return int(out.split()[-1].split(".")[0])
+
+    def pg_upgrade(self, new_bin_dir: str | os.PathLike) -> None:
+        """A real major-version upgrade of this cluster in place: stop it, initdb a new data
+        directory with ``new_bin_dir``'s programs, run its pg_upgrade (as ``postgres``), and
+        start the new cluster on a new port. What an operator does after (the package's
+        superuser step) is the caller's."""
+        new_bin, old_data = Path(new_bin_dir), self.pgdata
+        new_data = self.base / f"data{self._major(new_bin)}"
+        self._as_postgres(self.bin_dir / "pg_ctl", "-D", old_data, "-m", "fast", "-w", "stop")
+        self._init_data(new_bin, new_data)
+        self._as_postgres(new_bin / "pg_upgrade", "-b", self.bin_dir, "-B", new_bin,
+                          "-d", old_data, "-D", new_data, "-U", SUPERUSER,
+                          "-p", str(_free_port()), "-P", str(_free_port()),
+                          "-s", self.sockdir, cwd=self.base)
+        self.bin_dir, self.pgdata = new_bin, new_data
+        self._start_server()
 
     def _start_server(self) -> None:
         for attempt in range(3):  # a port picked as free may be taken before we bind it
@@ -323,7 +355,7 @@ class Cluster:
             with open(self.pgdata / "postgresql.conf", "a") as f:
                 f.write(f"port = {self.port}\n")  # the last setting in the file wins
             try:
-                self._as_postgres(PG_BIN / "pg_ctl", "-D", self.pgdata, "-l", self.log_path,
+                self._as_postgres(self.bin_dir / "pg_ctl", "-D", self.pgdata, "-l", self.log_path,
                                   "-w", "-t", "60", "start")
                 return
             except RuntimeError:
@@ -351,7 +383,7 @@ class Cluster:
             return
         if (self.pgdata / "postmaster.pid").exists():
             try:
-                self._as_postgres(PG_BIN / "pg_ctl", "-D", self.pgdata, "-m", "immediate",
+                self._as_postgres(self.bin_dir / "pg_ctl", "-D", self.pgdata, "-m", "immediate",
                                   "-w", "stop")
             except RuntimeError as e:
                 print(f"devcluster: {e}", file=sys.stderr)
@@ -392,7 +424,7 @@ class Cluster:
             for name, value in settings.items():
                 conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(
                     sql.Identifier(name), sql.Literal(str(value))))
-        self._as_postgres(PG_BIN / "pg_ctl", "-D", self.pgdata, "-l", self.log_path,
+        self._as_postgres(self.bin_dir / "pg_ctl", "-D", self.pgdata, "-l", self.log_path,
                           "-m", "fast", "-w", "-t", "60", "restart")
 
 

@@ -190,15 +190,18 @@ BEGIN
             RAISE EXCEPTION 'set login % was created concurrently; retry', login
                 USING ERRCODE = 'serialization_failure';
         WHEN insufficient_privilege THEN
-            -- From 16 on, a CREATEROLE owner may alter only the roles it
-            -- holds with ADMIN OPTION: those it made. One made by someone
-            -- else is not adopted.
-            RAISE EXCEPTION 'set login % exists and the package owner may not take it back: %',
-                login, SQLERRM
+            -- From 16 on, a CREATEROLE owner may grant and alter only the
+            -- roles it holds with ADMIN OPTION: those it made (on 16+). A
+            -- login made by someone else is not adopted.
+            RAISE EXCEPTION 'the package owner may not % set login %: %',
+                CASE WHEN taken.rolname IS NULL THEN 'make' ELSE 'take back' END, login, SQLERRM
                 USING ERRCODE = 'insufficient_privilege',
-                      HINT = format('It was not made by the package owner. As a superuser, DROP ROLE %I (it is'
-                          || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION.',
-                          login, login, current_user);
+                      HINT = CASE WHEN taken.rolname IS NULL
+                          THEN 'After pg_upgrade from PostgreSQL 15, run sql/after-pg-upgrade.sql as a superuser.'
+                          ELSE format('If it was not made by the package owner, as a superuser: DROP ROLE %I (it is'
+                              || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION. After pg_upgrade'
+                              || ' from PostgreSQL 15, run sql/after-pg-upgrade.sql.', login, login, current_user)
+                      END;
     END;
     INSERT INTO datatable_roles.datatable_role_set AS s (login, role_ids, password, created_at, last_used_at)
     VALUES (login, p_role_ids, fresh_password, now_ts, now_ts)

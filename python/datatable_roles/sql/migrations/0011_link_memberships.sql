@@ -1,5 +1,5 @@
 -- depends: 0010_functions_apart
--- functions: 2488e1902582efba2cd8c80a322f6ee191a6e98ed32c779962224b022104ea55
+-- functions: 9e56cb2e002d56b8b73661efdb8fc35ff48d498a136a0ed253b2ba0bf1db9f58
 -- PostgreSQL 16 and later refuse to make the link login a member of the
 -- package owner (granting a role takes ADMIN OPTION on it, which no role
 -- holds on itself). The link login now holds, itself, what moving objects
