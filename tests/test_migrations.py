@@ -15,13 +15,14 @@ import hashlib
 import re
 import secrets
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from psycopg import sql
 
-from datatable_roles.devcluster import schema_snapshot
-from datatable_roles.migrate import FUNCTIONS_DIR, MIGRATIONS_DIR, SQL_DIR, migrate
+from datatable_roles.devcluster import dump_schema, schema_snapshot
+from datatable_roles.migrate import FUNCTIONS_DIR, MIGRATIONS_DIR, SQL_DIR, migrate, yoyo_url
 
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = SQL_DIR / "schema.sql"
@@ -61,6 +62,24 @@ def test_migrations_apply_once_and_record_the_functions_installed(cluster, fresh
         (installed,) = conn.execute(
             "SELECT functions_sha256 FROM datatable_roles.settings").fetchone()
     assert installed == functions_digest()
+
+
+def test_plain_yoyo_apply_installs_the_same_schema(cluster, fresh_db):
+    """The README's other way in: `yoyo apply` on the top-level migrations/ of a checkout
+    (its post-apply hook applies the functions, since every migration is pending)."""
+    with cluster.connect_super() as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+            sql.Identifier(fresh_db), sql.Identifier(cluster.owner)))
+    cluster.psql_file(SQL_DIR / "bootstrap.sql", fresh_db, owner=cluster.owner)
+    yoyo = Path(sys.executable).with_name("yoyo")
+    subprocess.run([str(yoyo), "apply", "--batch", "--no-config-file", "--database",
+                    yoyo_url(cluster.owner_conninfo(fresh_db)), str(REPO / "migrations")],
+                   check=True, capture_output=True, text=True)
+    with cluster.connect_super(fresh_db) as conn:
+        (installed,) = conn.execute(
+            "SELECT functions_sha256 FROM datatable_roles.settings").fetchone()
+    assert installed == functions_digest()
+    assert dump_schema(cluster, fresh_db) == SNAPSHOT.read_text()
 
 
 def test_schema_matches_snapshot(cluster):
