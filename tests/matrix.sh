@@ -13,11 +13,26 @@ export DTR_PYTHON=$PYTHON
 # keeps the schema snapshot the same on every version.
 export DTR_PG_CLIENT_BIN=${DTR_PG_CLIENT_BIN:-$PWD/.pg/client/bin}
 results=$(mktemp)
+copies=$(mktemp)
+trap 'xargs -r rm -rf <"$copies"; rm -f "$copies" "$results"' EXIT
 status=0
 total=$SECONDS
 
+# A directory of .pg/ as the postgres OS user can run it: as root, when postgres cannot reach
+# the checkout (under /root, say), a copy under /tmp.
+reachable() {
+    local dir=$1 copy
+    if [[ $(id -u) == 0 ]] && ! runuser -u postgres -- test -x "$dir/bin/postgres"; then
+        copy=$(mktemp -d /tmp/dtr-pgbin-XXXXXX)
+        echo "$copy" >>"$copies"
+        cp -a "$dir/." "$copy/" && chmod -R a+rX "$copy" && chmod a+rx "$copy"
+        dir=$copy
+    fi
+    echo "$dir"
+}
+
 server_bin() {
-    if [[ $1 == 15 ]]; then echo /usr/lib/postgresql/15/bin; else echo "$PWD/.pg/$1/bin"; fi
+    if [[ $1 == 15 ]]; then echo /usr/lib/postgresql/15/bin; else echo "$(reachable "$PWD/.pg/$1")/bin"; fi
 }
 
 versions=("$@")
@@ -42,7 +57,8 @@ if [[ " ${versions[*]} " == *" 15 "* ]]; then
     printf '\n########## pg_upgrade 15 -> 18 ##########\n'
     start=$SECONDS
     log=$(mktemp)
-    "$PYTHON" -m pytest -q -p no:cacheprovider tests/pg_upgrade_check.py 2>&1 | tee "$log"
+    DTR_PG_UPGRADE_BIN=$(reachable "$PWD/.pg/client")/bin \
+        "$PYTHON" -m pytest -q -p no:cacheprovider tests/pg_upgrade_check.py 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     ((rc == 0)) && word=PASS || { word=FAIL; status=1; }
     printf '== pg_upgrade 15 -> 18\n%-14s %s %4d s  %s\n' pytest "$word" $((SECONDS - start)) \
@@ -51,5 +67,4 @@ if [[ " ${versions[*]} " == *" 15 "* ]]; then
 fi
 printf '\n########## results (%d s in all) ##########\n' $((SECONDS - total))
 cat "$results"
-rm -f "$results"
 exit $status
