@@ -632,6 +632,22 @@ $$;
 
 ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.link_holds(p_role text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_auth_members AS m
+        WHERE m.roleid = (SELECT pr.oid FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = p_role)
+            AND m.member = (
+                SELECT pr.oid FROM pg_catalog.pg_roles AS pr
+                WHERE pr.rolname = datatable_roles.link_login()
+            )
+            AND coalesce((to_jsonb(m) ->> 'inherit_option')::boolean, true)
+    )
+$$;
+
+ALTER FUNCTION datatable_roles.link_holds(p_role text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.link_login() RETURNS text
     LANGUAGE sql STABLE
     AS $$
@@ -1143,10 +1159,10 @@ BEGIN
         -- REASSIGN OWNED, in the link login's session, needs the privileges
         -- of the login: make the link login a member (committed with this
         -- step) when the login owns or holds something to move. What counts
-        -- is what a membership allows (USAGE), not that a row exists: on 16
-        -- the owner's own ADMIN membership neither inherits nor sets.
+        -- is a membership that inherits (link_holds), not that some row
+        -- exists: on 16 the owner's own ADMIN row neither inherits nor sets.
         IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
-            AND NOT pg_has_role(datatable_roles.link_login(), p_login, 'USAGE') THEN
+            AND NOT datatable_roles.link_holds(p_login) THEN
             EXECUTE format('GRANT %I TO %I', p_login, datatable_roles.link_login());
         END IF;
     END IF;
@@ -1635,7 +1651,7 @@ BEGIN
     END IF;
     -- The link login moves objects to the admin login (REASSIGN OWNED needs
     -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
-    IF NOT pg_has_role(datatable_roles.link_login(), register_datatable.admin_login, 'USAGE') THEN
+    IF NOT datatable_roles.link_holds(register_datatable.admin_login) THEN
         IF datatable_roles.pg16_or_later()
             AND NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE WITH ADMIN OPTION') THEN
             RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',
@@ -2277,6 +2293,8 @@ REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_login() FROM PUBLIC;
 

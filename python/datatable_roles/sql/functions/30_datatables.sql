@@ -113,7 +113,7 @@ BEGIN
     END IF;
     -- The link login moves objects to the admin login (REASSIGN OWNED needs
     -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
-    IF NOT pg_has_role(datatable_roles.link_login(), register_datatable.admin_login, 'USAGE') THEN
+    IF NOT datatable_roles.link_holds(register_datatable.admin_login) THEN
         IF datatable_roles.pg16_or_later()
             AND NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE WITH ADMIN OPTION') THEN
             RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',

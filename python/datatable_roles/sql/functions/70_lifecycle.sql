@@ -13,6 +13,27 @@ AS $$
     SELECT c.login FROM datatable_roles.link_credential AS c
 $$;
 
+-- Whether the link login holds p_role's privileges through a grant of its
+-- own: a membership row that inherits (16 records that per grant; on 15 the
+-- link login's INHERIT attribute decides, and it has it). Read from the row,
+-- not with pg_has_role(link, ...): that computes the link login's whole
+-- membership list (every catalog role), in time quadratic in its length,
+-- whenever the session last asked about another role.
+CREATE OR REPLACE FUNCTION datatable_roles.link_holds(p_role text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_auth_members AS m
+        WHERE m.roleid = (SELECT pr.oid FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = p_role)
+            AND m.member = (
+                SELECT pr.oid FROM pg_catalog.pg_roles AS pr
+                WHERE pr.rolname = datatable_roles.link_login()
+            )
+            AND coalesce((to_jsonb(m) ->> 'inherit_option')::boolean, true)
+    )
+$$;
+
 -- Runs statements in another database of the cluster as the link login, in
 -- a session of their own (committed there, whatever happens here).
 CREATE OR REPLACE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text)
@@ -166,10 +187,10 @@ BEGIN
         -- REASSIGN OWNED, in the link login's session, needs the privileges
         -- of the login: make the link login a member (committed with this
         -- step) when the login owns or holds something to move. What counts
-        -- is what a membership allows (USAGE), not that a row exists: on 16
-        -- the owner's own ADMIN membership neither inherits nor sets.
+        -- is a membership that inherits (link_holds), not that some row
+        -- exists: on 16 the owner's own ADMIN row neither inherits nor sets.
         IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
-            AND NOT pg_has_role(datatable_roles.link_login(), p_login, 'USAGE') THEN
+            AND NOT datatable_roles.link_holds(p_login) THEN
             EXECUTE format('GRANT %I TO %I', p_login, datatable_roles.link_login());
         END IF;
     END IF;

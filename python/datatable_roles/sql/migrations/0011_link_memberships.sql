@@ -1,5 +1,5 @@
 -- depends: 0010_functions_apart
--- functions: 9e56cb2e002d56b8b73661efdb8fc35ff48d498a136a0ed253b2ba0bf1db9f58
+-- functions: cd06073e493ea22e77d83749f21b23e547a818bfcb00c82962aaaa0b8f3efcde
 -- PostgreSQL 16 and later refuse to make the link login a member of the
 -- package owner (granting a role takes ADMIN OPTION on it, which no role
 -- holds on itself). The link login now holds, itself, what moving objects
@@ -23,8 +23,14 @@ BEGIN
         UNION
         SELECT d.admin_login FROM datatable_roles.datatable AS d WHERE d.admin_login IS NOT NULL
     LOOP
+        -- A direct membership row (0.1.0 ran on 15 only, where the link
+        -- login's INHERIT attribute makes every one inherit).
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = granted)
-            AND NOT pg_has_role(link, granted, 'USAGE') THEN
+            AND NOT EXISTS (
+                SELECT FROM pg_auth_members AS m
+                WHERE m.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = granted)
+                    AND m.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = link)
+            ) THEN
             EXECUTE format('GRANT %I TO %I', granted, link);
         END IF;
     END LOOP;
