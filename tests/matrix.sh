@@ -23,7 +23,7 @@ total=$SECONDS
 reachable() {
     local dir=$1 copy
     if [[ $(id -u) == 0 ]] && ! runuser -u postgres -- test -x "$dir/bin/postgres"; then
-        copy=$(mktemp -d /tmp/dtr-pgbin-XXXXXX)
+        copy=$(mktemp -d)  # under /tmp (TMPDIR), which postgres can reach
         echo "$copy" >>"$copies"
         cp -a "$dir/." "$copy/" && chmod -R a+rX "$copy" && chmod a+rx "$copy"
         dir=$copy
