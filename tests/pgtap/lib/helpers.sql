@@ -456,13 +456,6 @@ AS $$
     SELECT p.end_user_email FROM datatable_roles.job_perms AS p WHERE p.job_id = p_job
 $$;
 
--- The password the catalog keeps for a role.
-CREATE FUNCTION tap.catalog_password(p_role text) RETURNS text
-LANGUAGE sql STABLE
-AS $$
-    SELECT r.password FROM datatable_roles.catalog_role AS r WHERE r.name = p_role
-$$;
-
 -- The password in a set login's row ('': retired; NULL: no row).
 CREATE FUNCTION tap.set_login_password(p_login text) RETURNS text
 LANGUAGE sql STABLE

@@ -93,6 +93,92 @@ BEGIN
 END;
 $$;
 
+-- Names of data table databases: they go into connection strings and
+-- statements, so nothing libpq, a shell or a log reader could misread:
+-- 1 to 63 ASCII letters, digits, '_', '.', '-', not starting with '.' or '-'.
+CREATE OR REPLACE FUNCTION datatable_roles.check_dbname(p_dbname text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_dbname, 'dbname');
+    IF p_dbname !~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$' THEN
+        RAISE EXCEPTION 'invalid database name %', quote_literal(left(p_dbname, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A data table database name is 1 to 63 ASCII letters, digits, ''_'', ''.'' or ''-'' (not first).';
+    END IF;
+END;
+$$;
+
+-- A libpq connection string value: in single quotes, with backslash and
+-- quote escaped by a backslash (quote_literal's E'...' form is not libpq's).
+CREATE OR REPLACE FUNCTION datatable_roles.conninfo_value(p_value text)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT
+AS $$
+    SELECT '''' || replace(replace(p_value, '\', '\\'), '''', '\''') || ''''
+$$;
+
+-- The connection string of a session the package opens in a database of
+-- this cluster (settings.link_host, this server's port).
+CREATE OR REPLACE FUNCTION datatable_roles.conninfo_for(
+    p_dbname text, p_login text, p_password text
+)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT format('host=%s port=%s dbname=%s user=%s password=%s',
+        datatable_roles.conninfo_value(s.link_host),
+        datatable_roles.conninfo_value(current_setting('port')),
+        datatable_roles.conninfo_value(p_dbname),
+        datatable_roles.conninfo_value(p_login),
+        datatable_roles.conninfo_value(p_password))
+    FROM datatable_roles.settings AS s
+$$;
+
+-- A login attempt: NULL when p_login authenticates with p_password and may
+-- connect to p_dbname, else libpq's reason (which never holds the password).
+CREATE OR REPLACE FUNCTION datatable_roles.login_fails(
+    p_dbname text, p_login text, p_password text
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF 'datatable_roles_try' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
+    END IF;
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_try',
+        datatable_roles.conninfo_for(p_dbname, p_login, p_password));
+    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
+    RETURN NULL;
+EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
+    OR invalid_authorization_specification THEN
+    RETURN coalesce(nullif(split_part(SQLERRM, E'\n', 1), ''), SQLSTATE);
+END;
+$$;
+
+-- The instance's login group: every login the package hands to a job is a
+-- member (NOLOGIN, no privileges), for pg_hba.conf rules (docs/trust.md).
+CREATE OR REPLACE FUNCTION datatable_roles.login_group()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT s.login_group FROM datatable_roles.settings AS s
+$$;
+
+-- Whether p_role's stored verifier is p_verifier, the one the package set:
+-- the superuser-owned guard of sql/bootstrap.sql reads pg_authid for it.
+-- NULL (no such login, or a superuser) counts as no.
+CREATE OR REPLACE FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(datatable_roles_guard.verifier_is(p_role, p_verifier), false)
+$$;
+
 -- 64 hex digits from two random UUIDs: 244 bits from pg_strong_random.
 CREATE OR REPLACE FUNCTION datatable_roles.new_password() RETURNS text
 LANGUAGE sql VOLATILE

@@ -1,9 +1,13 @@
--- The role catalog: each catalog role is a real login, named like the role,
--- with a generated password set as a SCRAM verifier.
+-- The role catalog: each catalog role is a real PostgreSQL role, named like
+-- the role, that holds privileges in data table databases. It is NOLOGIN and
+-- has CONNECT nowhere: jobs log in as scoped logins that hold it
+-- (50_set_logins.sql).
 
--- Exactly SPEC section 8: non-empty, at most 63 bytes, ASCII letters, digits,
--- '_' and '-', and not (case-insensitively) admin, postgres, public or a name
--- under pg_, wm_set_, windmill_ or custom_instance_. Raises 22023 (22004 on NULL).
+-- SPEC section 8: non-empty, at most 63 bytes, ASCII letters, digits, '_'
+-- and '-', and not (case-insensitively) admin, postgres, public or a name
+-- under pg_, wm_set_, windmill_ or custom_instance_; nor a word that means
+-- something else where SQL expects a role (GRANT ... TO current_user,
+-- CREATE POLICY ... TO none). Raises 22023 (22004 on NULL).
 CREATE OR REPLACE FUNCTION public.validate_role_name(name text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE
@@ -26,14 +30,15 @@ BEGIN
             quote_literal(validate_role_name.name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF folded IN ('admin', 'postgres', 'public')
+    IF folded IN ('admin', 'postgres', 'public', 'current_user', 'current_role', 'session_user',
+            'user', 'all', 'none')
         OR starts_with(folded, 'pg_')
         OR starts_with(folded, 'wm_set_')
         OR starts_with(folded, 'windmill_')
         OR starts_with(folded, 'custom_instance_') THEN
         RAISE EXCEPTION 'role name % is reserved', quote_literal(validate_role_name.name)
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'admin, postgres, public and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
+                  HINT = 'admin, postgres, public, current_user, current_role, session_user, user, all, none and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
     END IF;
 END;
 $$;
@@ -54,48 +59,6 @@ BEGIN
             USING ERRCODE = 'no_data_found', HINT = 'Create it with create_datatable_role.';
     END IF;
     RETURN found_role;
-END;
-$$;
-
--- A catalog role has CONNECT on exactly the data table databases where it is
--- in a role map and enabled. Only registered data table databases are touched.
-CREATE OR REPLACE FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    role_name text;
-    role_oid oid;
-    db record;
-BEGIN
-    SELECT r.name INTO role_name FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id;
-    SELECT pr.oid INTO role_oid FROM pg_roles AS pr WHERE pr.rolname = role_name;
-    IF role_oid IS NULL THEN
-        RETURN;
-    END IF;
-    FOR db IN
-        SELECT
-            d.dbname,
-            bool_or(m.role_id IS NOT NULL AND r.enabled) AS wanted,
-            EXISTS (
-                SELECT FROM pg_database AS pd, aclexplode(pd.datacl) AS acl
-                WHERE pd.datname = d.dbname AND acl.grantee = role_oid
-                    AND acl.privilege_type = 'CONNECT'
-            ) AS held
-        FROM datatable_roles.datatable AS d
-        LEFT JOIN datatable_roles.datatable_role AS m
-            ON m.datatable_id = d.id AND m.role_id = p_role_id
-        LEFT JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-        WHERE d.dbname IS NOT NULL
-        GROUP BY d.dbname
-    LOOP
-        IF db.wanted AND NOT db.held THEN
-            EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', db.dbname, role_name);
-        ELSIF NOT db.wanted AND db.held THEN
-            EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM %I', db.dbname, role_name);
-        END IF;
-    END LOOP;
 END;
 $$;
 
@@ -132,7 +95,6 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     role_name text := create_datatable_role.name;
-    new_password text := datatable_roles.new_password();
     new_id bigint;
 BEGIN
     PERFORM public.validate_role_name(role_name);
@@ -145,16 +107,14 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Role names are cluster-wide; choose another name.';
     END IF;
-    INSERT INTO datatable_roles.catalog_role (name, password)
-    VALUES (role_name, new_password)
-    RETURNING id INTO new_id;
+    INSERT INTO datatable_roles.catalog_role (name) VALUES (role_name) RETURNING id INTO new_id;
     -- The link login is made a member so that it may later move what the role
     -- owns in each data table database (REASSIGN OWNED needs the privileges
     -- of both roles). The owner, its creator, holds ADMIN on it from 16 on.
     BEGIN
         EXECUTE format(
-            'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L ROLE %I',
-            role_name, datatable_roles.verifier_for(new_password), datatable_roles.link_login()
+            'CREATE ROLE %I WITH NOLOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION ROLE %I',
+            role_name, datatable_roles.link_login()
         );
     EXCEPTION WHEN reserved_name THEN
         RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)
@@ -164,9 +124,9 @@ BEGIN
 END;
 $$;
 
--- Renames the role and its login; its catalog id, password, memberships and
--- set logins stay (set login names hash ids, not names). Policies that name
--- the role as text do not follow: see docs/policies.md.
+-- Renames the role; its catalog id, memberships and logins stay (login
+-- names hash ids, not names).
+-- Policies that name the role as text do not follow: see docs/policies.md.
 CREATE OR REPLACE FUNCTION public.rename_datatable_role(name text, new_name text)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -198,9 +158,8 @@ BEGIN
 END;
 $$;
 
--- Disabling makes the role's login NOLOGIN, ends its sessions, takes CONNECT
--- away and retires every set login holding it. Enabling gives the login a
--- fresh password and LOGIN back.
+-- Disabling retires every login holding the role (retire_logins_holding);
+-- enabling lets the next resolve make or take them back.
 CREATE OR REPLACE FUNCTION public.set_datatable_role_enabled(name text, enabled boolean)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -208,31 +167,24 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(set_datatable_role_enabled.name);
-    new_password text := datatable_roles.new_password();
 BEGIN
     PERFORM datatable_roles.require(set_datatable_role_enabled.enabled, 'enabled');
     IF set_datatable_role_enabled.enabled = target.enabled THEN
         RETURN;
     END IF;
-    IF set_datatable_role_enabled.enabled THEN
-        UPDATE datatable_roles.catalog_role AS r SET enabled = true, password = new_password
-        WHERE r.id = target.id;
-        EXECUTE format('ALTER ROLE %I WITH LOGIN PASSWORD %L',
-            target.name, datatable_roles.verifier_for(new_password));
-    ELSE
-        UPDATE datatable_roles.catalog_role AS r SET enabled = false WHERE r.id = target.id;
-        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', target.name);
-        PERFORM public.retire_role_set_logins_of(target.name);
-        PERFORM datatable_roles.end_sessions_of(target.name);
+    UPDATE datatable_roles.catalog_role AS r SET enabled = set_datatable_role_enabled.enabled
+    WHERE r.id = target.id;
+    IF NOT set_datatable_role_enabled.enabled THEN
+        PERFORM datatable_roles.retire_logins_holding(target.id, NULL);
     END IF;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
 END;
 $$;
 
--- Retires every set login holding the role: its row loses the password and
--- the login loses LOGIN in the same transaction, then its sessions end. The
--- next resolve of such a set takes the login back with a new password.
--- Returns how many set logins were retired (had a password or LOGIN).
+-- Retires every login holding the role (on p_dbname only, when given): its
+-- row loses the password and the login loses LOGIN in the same transaction,
+-- then its sessions end. The next resolve of such a set, if the role is
+-- usable there again, takes the login back with a new password. Returns
+-- how many logins were retired (had a password or LOGIN).
 --
 -- Locks, in the order every path takes them (catalog role row, then the
 -- per-login advisory lock, then the set row): the catalog row first, so that
@@ -242,21 +194,22 @@ $$;
 -- re-keying it (concurrent ALTER ROLE) while it is retired. Rows whose
 -- password is already empty are looked at too: such a login may have been
 -- given LOGIN again by a resolve that committed meanwhile.
-CREATE OR REPLACE FUNCTION public.retire_role_set_logins_of(role text)
+CREATE OR REPLACE FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text)
 RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
-    target datatable_roles.catalog_role := datatable_roles.require_role(retire_role_set_logins_of.role);
     retired text;
     was_live boolean;
     n integer := 0;
 BEGIN
-    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id FOR UPDATE;
     FOR retired IN
         SELECT s.login FROM datatable_roles.datatable_role_set AS s
-        WHERE s.role_ids @> array[target.id] ORDER BY s.login
+        WHERE s.role_ids @> array[p_role_id]
+            AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname)
+        ORDER BY s.login
     LOOP
         PERFORM datatable_roles.lock_set_login(retired);
         UPDATE datatable_roles.datatable_role_set AS s SET password = ''
@@ -276,5 +229,17 @@ BEGIN
         END IF;
     END LOOP;
     RETURN n;
+END;
+$$;
+
+-- Retires every login holding the role, on every database.
+CREATE OR REPLACE FUNCTION public.retire_role_set_logins_of(role text)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    RETURN datatable_roles.retire_logins_holding(
+        (datatable_roles.require_role(retire_role_set_logins_of.role)).id, NULL);
 END;
 $$;

@@ -47,8 +47,12 @@ END;
 $$;
 
 -- Registers a data table: dbname must be a database owned by admin_login, and
--- the package owner must be a member of admin_login. CONNECT is revoked from
--- PUBLIC on the database; the default role starts as admin. Returns its id.
+-- the package owner must be a member of admin_login. The admin password is
+-- tried (a login attempt: a wrong one is refused now, not at the first job),
+-- then set again, to the same password, through a verifier the package
+-- computes, so that a later change by anyone else is seen (admin_verifier).
+-- CONNECT is revoked from PUBLIC on the database; the default role starts as
+-- admin. Returns its id.
 CREATE OR REPLACE FUNCTION public.register_datatable(
     workspace text, name text, dbname text, admin_login text, admin_password text
 )
@@ -63,7 +67,7 @@ DECLARE
 BEGIN
     PERFORM datatable_roles.require_workspace(ws);
     PERFORM datatable_roles.check_name('datatable', register_datatable.name);
-    PERFORM datatable_roles.require(register_datatable.dbname, 'dbname');
+    PERFORM datatable_roles.check_dbname(register_datatable.dbname);
     PERFORM datatable_roles.require(register_datatable.admin_login, 'admin_login');
     PERFORM datatable_roles.require(register_datatable.admin_password, 'admin_password');
     IF register_datatable.admin_password = '' THEN
@@ -124,12 +128,67 @@ BEGIN
         END IF;
         EXECUTE format('GRANT %I TO %I', register_datatable.admin_login, datatable_roles.link_login());
     END IF;
-    INSERT INTO datatable_roles.datatable (workspace, name, dbname, admin_login, admin_password, default_role)
+    INSERT INTO datatable_roles.datatable (
+        workspace, name, dbname, admin_login, admin_password, admin_verifier, default_role
+    )
     VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,
-        register_datatable.admin_password, 'admin')
+        register_datatable.admin_password, datatable_roles.adopt_admin_password(
+            register_datatable.dbname, register_datatable.admin_login, register_datatable.admin_password),
+        'admin')
     RETURNING id INTO new_id;
     EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
     RETURN new_id;
+END;
+$$;
+
+-- Tries p_password as p_admin_login on p_dbname (28P01 when it fails), then
+-- sets the login's password again, to the same password, through a
+-- verifier the package computes (4096 iterations, PostgreSQL's default: an
+-- operator chose this password), and returns that verifier.
+CREATE OR REPLACE FUNCTION datatable_roles.adopt_admin_password(
+    p_dbname text, p_admin_login text, p_password text
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    failure text := datatable_roles.login_fails(p_dbname, p_admin_login, p_password);
+    verifier text;
+BEGIN
+    IF failure IS NOT NULL THEN
+        RAISE EXCEPTION 'admin login % could not log in to database % with the password given',
+            quote_literal(p_admin_login), quote_literal(p_dbname)
+            USING ERRCODE = 'invalid_password', DETAIL = failure,
+                  HINT = 'Give the admin login''s current password (pg_hba.conf must let it connect from settings.link_host).';
+    END IF;
+    verifier := datatable_roles.scram_verifier(p_password, 4096);
+    EXECUTE format('ALTER ROLE %I PASSWORD %L', p_admin_login, verifier);
+    RETURN verifier;
+END;
+$$;
+
+-- The admin login's password changed (by the operator, or by a job that was
+-- handed the admin login): give the package the current one. Checked like
+-- register_datatable's; every data table of that admin login takes it.
+CREATE OR REPLACE FUNCTION public.set_datatable_admin_password(
+    workspace text, name text, admin_password text
+)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.require_governing_datatable(
+        set_datatable_admin_password.workspace, set_datatable_admin_password.name);
+    verifier text;
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_admin_password.admin_password, 'admin_password');
+    verifier := datatable_roles.adopt_admin_password(entry.dbname, entry.admin_login,
+        set_datatable_admin_password.admin_password);
+    UPDATE datatable_roles.datatable AS d
+    SET admin_password = set_datatable_admin_password.admin_password, admin_verifier = verifier
+    WHERE d.admin_login = entry.admin_login;
 END;
 $$;
 
@@ -198,12 +257,13 @@ BEGIN
     INSERT INTO datatable_roles.datatable_role AS m (datatable_id, role_id, tenants)
     VALUES (entry.id, target.id, clean)
     ON CONFLICT ON CONSTRAINT datatable_role_pkey DO UPDATE SET tenants = excluded.tenants;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
 END;
 $$;
 
 -- Takes role out of the map; if it was the default, the data table is left
--- with no default (R11). admin is always in the map and cannot be removed.
+-- with no default (R11), and the logins holding it on the data table's
+-- database are retired (unless another data table there still maps it).
+-- admin is always in the map and cannot be removed.
 CREATE OR REPLACE FUNCTION public.remove_datatable_role(workspace text, datatable text, role text)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -230,7 +290,13 @@ BEGIN
     END IF;
     UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
     WHERE d.id = entry.id AND d.default_role = target.name;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
+    IF NOT EXISTS (
+        SELECT FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+        WHERE m.role_id = target.id AND d.dbname = entry.dbname
+    ) THEN
+        PERFORM datatable_roles.retire_logins_holding(target.id, entry.dbname);
+    END IF;
 END;
 $$;
 

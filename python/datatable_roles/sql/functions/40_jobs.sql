@@ -103,9 +103,12 @@ BEGIN
 END;
 $$;
 
--- A result cache path that belongs to the run's recorded viewer: the same
--- inputs give the same path, args are hashed independent of key order (jsonb
--- keeps keys sorted), and runs with no viewer share one entry.
+-- A result cache path that belongs to the run's job identity and recorded
+-- viewer (two schedules of one script with the same args, run as two
+-- identities, may resolve differently, so they never share an entry): the
+-- same inputs give the same path, args are hashed independent of key order
+-- (jsonb keeps keys sorted), and runs of one identity with no viewer share
+-- one entry.
 CREATE OR REPLACE FUNCTION public.cached_result_path(job_id uuid, runnable text, args jsonb)
 RETURNS text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -124,7 +127,8 @@ BEGIN
     RETURN format('%s/cache/%s', job.workspace, encode(sha256(convert_to(
         jsonb_build_array(
             job.workspace, cached_result_path.runnable,
-            coalesce(cached_result_path.args, 'null'::jsonb), lower(job.end_user_email)
+            coalesce(cached_result_path.args, 'null'::jsonb), job.permissioned_as,
+            lower(job.end_user_email)
         )::text, 'UTF8'
     )), 'hex'));
 END;

@@ -1,18 +1,20 @@
--- Set logins (SPEC sections 5 and 6): the login of a set of catalog roles,
--- when it may be handed out as it is, and making or taking it back.
+-- Scoped logins (SPEC sections 5 and 6): the one login a job is handed for
+-- a set of catalog roles on one data table database (one role, R6, or
+-- several, R7), when it may be handed out as it is, and making, taking back,
+-- healing and rotating it.
 
--- The set login of a set of catalog roles: deterministic over the instance id
--- and the sorted catalog ids (so renames change nothing and two instances
--- never meet), 7 + 40 = 47 bytes. set_login_of is the definition, as a
--- one-row SQL function without a SET clause, so that the planner inlines it
--- into the query that uses it (no call, and its plan is kept with that
--- query's); set_login_name returns the value.
-CREATE OR REPLACE FUNCTION datatable_roles.set_login_of(p_role_ids bigint[])
+-- The login of a set of catalog roles on a database: deterministic over the
+-- instance id, the database and the sorted catalog ids (so renames change
+-- nothing, two instances never meet, and no login serves two databases),
+-- 7 + 40 = 47 bytes. set_login_of is the definition, as a one-row SQL
+-- function without a SET clause, so that the planner inlines it into the
+-- query that uses it; set_login_name returns the value.
+CREATE OR REPLACE FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[])
 RETURNS TABLE (login text)
 LANGUAGE sql STABLE
 AS $$
     SELECT 'wm_set_' || left(encode(sha256(convert_to(
-        s.instance_id::text || ':'
+        s.instance_id::text || ':' || p_dbname || ':'
         || (
             SELECT string_agg(ids.i::text, ',' ORDER BY ids.i)
             FROM (SELECT DISTINCT unnest(p_role_ids) AS i) AS ids
@@ -22,18 +24,18 @@ AS $$
     FROM datatable_roles.settings AS s
 $$;
 
-CREATE OR REPLACE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[])
+CREATE OR REPLACE FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[])
 RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
-    RETURN (SELECT n.login FROM datatable_roles.set_login_of(p_role_ids) AS n);
+    RETURN (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n);
 END;
 $$;
 
--- Serialises everyone who makes, re-keys, sweeps or retires one set login,
--- until the end of the transaction. The one lock key of a set login.
+-- Serialises everyone who makes, re-keys, sweeps or retires one login,
+-- until the end of the transaction. The one lock key of a login.
 CREATE OR REPLACE FUNCTION datatable_roles.lock_set_login(p_login text)
 RETURNS void
 LANGUAGE sql
@@ -41,9 +43,38 @@ AS $$
     SELECT pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0))
 $$;
 
--- A live set login: its row has a password, and the login exists and may log
--- in (SPEC section 6: such a row names a login that authenticates with it).
--- One statement, so the row and the login are read as of one snapshot.
+-- A login is intact when nobody but the package changed it: the package's
+-- attributes, no setting in its database or globally, and the verifier the
+-- package set (a script may ALTER ROLE CURRENT_USER PASSWORD or SET, and
+-- must not keep a private password, nor leave settings that every other
+-- viewer of the login would then inherit). Settings of other databases act
+-- nowhere the login can connect: the sweep's (login_settings_elsewhere).
+CREATE OR REPLACE FUNCTION datatable_roles.login_intact(
+    p_login text, p_verifier text, p_dbname text
+)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_roles AS pr
+        WHERE pr.rolname = p_login AND pr.rolcanlogin AND pr.rolinherit
+            AND NOT (pr.rolsuper OR pr.rolcreatedb OR pr.rolcreaterole OR pr.rolreplication
+                OR pr.rolbypassrls)
+            AND pr.rolconnlimit = -1 AND pr.rolconfig IS NULL
+            AND coalesce(pr.rolvaliduntil, 'infinity') = 'infinity'
+            AND NOT EXISTS (
+                SELECT FROM pg_catalog.pg_db_role_setting AS rs
+                WHERE rs.setrole = pr.oid AND rs.setdatabase = (
+                    SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
+                )
+            )
+    ) AND datatable_roles.verifier_is(p_login, p_verifier)
+$$;
+
+-- A live login: its row has a password, and the login exists, may log in
+-- with it and is intact (SPEC section 6: such a row names a login that
+-- authenticates with it). One statement, so the row and the login are read
+-- as of one snapshot.
 CREATE OR REPLACE FUNCTION datatable_roles.live_set_login(p_login text)
 RETURNS TABLE (password text, last_used_at timestamptz)
 LANGUAGE sql STABLE
@@ -52,26 +83,28 @@ AS $$
     FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login
         AND s.password <> ''
-        AND (SELECT pr.rolcanlogin FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = s.login)
+        AND datatable_roles.login_intact(s.login, s.verifier, s.dbname)
 $$;
 
--- The set login of these roles and its password, when it may be handed out
--- as it is, with no write: it is live and was used within touch_every.
--- Inlined by the planner into the query that reads it (decide's); whatever
--- fails it goes to ensure_set_login, which touches, makes or takes back.
-CREATE OR REPLACE FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[])
+-- The login of these roles on this database and its password, when it may
+-- be handed out as it is, with no write: it is live and was used within
+-- touch_every. Inlined by the planner into the query that reads it
+-- (decide's); whatever fails it goes to ensure_set_login, which touches,
+-- makes, takes back or heals.
+CREATE OR REPLACE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[])
 RETURNS TABLE (login text, password text)
 LANGUAGE sql STABLE
 AS $$
     SELECT n.login, l.password
-    FROM datatable_roles.set_login_of(p_role_ids) AS n
+    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
     CROSS JOIN LATERAL datatable_roles.live_set_login(n.login) AS l
     CROSS JOIN datatable_roles.clock_now() AS c (now)
-    WHERE cardinality(p_role_ids) > 1
-        AND c.now - l.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
+    WHERE c.now - l.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
 $$;
 
--- Re-establishes exactly the wanted memberships of a login taken back.
+-- Re-establishes exactly the wanted memberships of a login taken back: its
+-- roles, and the login group (on 16+ without INHERIT or SET: it carries no
+-- privilege, and SET ROLE to it is refused like to any other role).
 CREATE OR REPLACE FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[])
 RETURNS void
 LANGUAGE plpgsql
@@ -80,34 +113,121 @@ AS $$
 DECLARE
     held text;
     wanted text;
+    grp text := datatable_roles.login_group();
 BEGIN
     FOR held IN
         SELECT g.rolname FROM pg_auth_members AS am
         JOIN pg_roles AS g ON g.oid = am.roleid
         JOIN pg_roles AS m ON m.oid = am.member
-        WHERE m.rolname = p_login AND NOT g.rolname = ANY(p_wanted)
+        WHERE m.rolname = p_login AND NOT g.rolname = ANY(p_wanted || grp)
     LOOP
         EXECUTE format('REVOKE %I FROM %I', held, p_login);
     END LOOP;
-    FOREACH wanted IN ARRAY p_wanted LOOP
+    FOREACH wanted IN ARRAY p_wanted || grp LOOP
         IF NOT EXISTS (
             SELECT FROM pg_auth_members AS am
             JOIN pg_roles AS g ON g.oid = am.roleid
             JOIN pg_roles AS m ON m.oid = am.member
             WHERE m.rolname = p_login AND g.rolname = wanted
         ) THEN
-            EXECUTE format('GRANT %I TO %I', wanted, p_login);
+            EXECUTE format('GRANT %I TO %I%s', wanted, p_login,
+                CASE WHEN wanted = grp AND datatable_roles.pg16_or_later()
+                    THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
         END IF;
     END LOOP;
 END;
 $$;
 
--- The set login of exactly these roles (SPEC sections 5 and 6), for a
--- resolve that found none usable as is: touched when live (last_used_at
--- moves at most once per touch_every), otherwise made, or taken back with a
--- new password, under the login's lock, in the same transaction as its row.
+-- Makes or takes back the login of a row-to-be, under the login's lock, and
+-- returns its new password: created with exactly its roles, the login group
+-- and CONNECT on its one database; or, when it exists (retired, swept
+-- half-way, rotated, or changed by someone else), given a new password,
+-- stripped of every attribute and setting anyone gave it (in every
+-- database), and its memberships and CONNECT made exact again. The caller
+-- writes the row in the same transaction.
+CREATE OR REPLACE FUNCTION datatable_roles.make_login(
+    p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text
+)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    taken pg_roles;
+    names text [] := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
+        WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
+    db text;
+BEGIN
+    password := datatable_roles.new_password();
+    verifier := datatable_roles.verifier_for(password);
+    BEGIN
+        SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
+        IF FOUND THEN
+            -- Only attributes to change are named: from 16 on, naming one the
+            -- owner lacks (NOCREATEDB) is refused. One a superuser gave it
+            -- (SUPERUSER, REPLICATION, BYPASSRLS) makes this fail.
+            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT%s%s%s%s PASSWORD %L', p_login,
+                CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
+                CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
+                CASE WHEN taken.rolconnlimit <> -1 THEN ' CONNECTION LIMIT -1' ELSE '' END,
+                CASE WHEN coalesce(taken.rolvaliduntil, 'infinity') <> 'infinity'
+                    THEN ' VALID UNTIL ''infinity''' ELSE '' END,
+                verifier);
+            PERFORM datatable_roles.fault_point('rekey:after_alter_role');
+            IF taken.rolconfig IS NOT NULL THEN
+                EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
+            END IF;
+            FOR db IN
+                SELECT pd.datname FROM pg_db_role_setting AS rs
+                JOIN pg_database AS pd ON pd.oid = rs.setdatabase
+                WHERE rs.setrole = taken.oid
+            LOOP
+                EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
+            END LOOP;
+            PERFORM datatable_roles.reset_memberships(p_login, names);
+        ELSE
+            -- The owner is not made a member: its membership list would grow
+            -- with every login, and PostgreSQL recomputes it, at a cost
+            -- quadratic in its length, after every role change.
+            EXECUTE format(
+                'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
+                || ' PASSWORD %L IN ROLE %s',
+                p_login, verifier,
+                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
+            PERFORM datatable_roles.fault_point('create:after_create_role');
+            EXECUTE format('GRANT %I TO %I%s', datatable_roles.login_group(), p_login,
+                CASE WHEN datatable_roles.pg16_or_later()
+                    THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
+        END IF;
+        -- Its one direct privilege: catalog roles have CONNECT nowhere.
+        EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', p_dbname, p_login);
+    EXCEPTION
+        WHEN unique_violation OR duplicate_object THEN
+            RAISE EXCEPTION 'login % was created concurrently; retry', p_login
+                USING ERRCODE = 'serialization_failure';
+        WHEN insufficient_privilege THEN
+            -- From 16 on, a CREATEROLE owner may grant and alter only the
+            -- roles it holds with ADMIN OPTION: those it made (on 16+). A
+            -- login made by someone else is not adopted.
+            RAISE EXCEPTION 'the package owner may not % login %: %',
+                CASE WHEN taken.rolname IS NULL THEN 'make' ELSE 'take back' END, p_login, SQLERRM
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = CASE WHEN taken.rolname IS NULL
+                          THEN 'After pg_upgrade from PostgreSQL 15, run sql/after-pg-upgrade.sql as a superuser.'
+                          ELSE format('If it was not made by the package owner, as a superuser: DROP ROLE %I (it is'
+                              || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION. After pg_upgrade'
+                              || ' from PostgreSQL 15, run sql/after-pg-upgrade.sql.', p_login, p_login, current_user)
+                      END;
+    END;
+END;
+$$;
+
+-- The login of exactly these roles on this database (SPEC sections 5 and
+-- 6), for a resolve that found none usable as is: touched when live
+-- (last_used_at moves at most once per touch_every), otherwise made, or
+-- taken back (healed) with a new password, under the login's lock, in the
+-- same transaction as its row.
 CREATE OR REPLACE FUNCTION datatable_roles.ensure_set_login(
-    p_role_ids bigint[], OUT login text, OUT password text
+    p_dbname text, p_role_ids bigint[], OUT login text, OUT password text
 )
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -115,25 +235,22 @@ AS $$
 DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
-    taken pg_roles;
-    fresh_password text;
-    names text [];
+    made record;
 BEGIN
-    login := datatable_roles.set_login_name(p_role_ids);
-    SELECT u.password INTO password FROM datatable_roles.usable_set_login(p_role_ids) AS u;
+    login := datatable_roles.set_login_name(p_dbname, p_role_ids);
+    SELECT u.password INTO password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u;
     IF password IS NOT NULL THEN
         RETURN;
     END IF;
     -- Lock the roles' catalog rows before the login's lock (the order
     -- retirement takes them too): a role being disabled or dropped right now
     -- is either seen here, and the resolve fails with a clear error, or waits
-    -- for this commit and then retires the login made here. Without it such a
-    -- login was made, with LOGIN, after the retirement had looked for it.
+    -- for this commit and then retires the login made here.
     IF cardinality(ARRAY(
         SELECT r.id FROM datatable_roles.catalog_role AS r
         WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE
     )) <> cardinality(p_role_ids) THEN
-        RAISE EXCEPTION 'a role of set login % was disabled or dropped while resolving; retry', login
+        RAISE EXCEPTION 'a role of login % was disabled or dropped while resolving; retry', login
             USING ERRCODE = 'serialization_failure';
     END IF;
     -- Serialise makers of this login (and the sweep and retirement of it);
@@ -142,11 +259,7 @@ BEGIN
     SELECT l.* INTO live FROM datatable_roles.live_set_login(login) AS l;
     IF FOUND THEN
         -- The daily touch, only under the login's lock: a row is only ever
-        -- locked after that lock, as the sweep and retirement do. (Touching
-        -- first, an UPDATE that lost its recheck against a sweep kept the row
-        -- locked and then waited for the lock the sweep held: a deadlock.)
-        -- Under the lock, a sweep or retirement is either done (then the row
-        -- says so) or has not started.
+        -- locked after that lock, as the sweep and retirement do.
         IF now_ts - live.last_used_at
             >= (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
             UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
@@ -155,59 +268,79 @@ BEGIN
         password := live.password;
         RETURN;
     END IF;
-
-    names := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
-        WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
-    fresh_password := datatable_roles.new_password();
-    BEGIN
-        SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = login;
-        IF FOUND THEN
-            -- A login without a usable row: take it back, stripped of any
-            -- attribute it may have been given (one a superuser gave it,
-            -- SUPERUSER, REPLICATION or BYPASSRLS, makes this ALTER fail).
-            -- Only attributes to change are named: from 16 on, naming one the
-            -- owner lacks (NOCREATEDB) is refused.
-            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT%s%s PASSWORD %L', login,
-                CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
-                CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
-                datatable_roles.verifier_for(fresh_password));
-            PERFORM datatable_roles.fault_point('rekey:after_alter_role');
-            PERFORM datatable_roles.reset_memberships(login, names);
-        ELSE
-            -- The owner is not made a member: its membership list would grow
-            -- with every set login, and PostgreSQL recomputes it, at a cost
-            -- quadratic in its length, after every role change. The sweep
-            -- makes it a member only of a login that owns something to move.
-            EXECUTE format(
-                'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
-                || ' PASSWORD %L IN ROLE %s',
-                login, datatable_roles.verifier_for(fresh_password),
-                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
-            PERFORM datatable_roles.fault_point('create:after_create_role');
-        END IF;
-    EXCEPTION
-        WHEN unique_violation OR duplicate_object THEN
-            RAISE EXCEPTION 'set login % was created concurrently; retry', login
-                USING ERRCODE = 'serialization_failure';
-        WHEN insufficient_privilege THEN
-            -- From 16 on, a CREATEROLE owner may grant and alter only the
-            -- roles it holds with ADMIN OPTION: those it made (on 16+). A
-            -- login made by someone else is not adopted.
-            RAISE EXCEPTION 'the package owner may not % set login %: %',
-                CASE WHEN taken.rolname IS NULL THEN 'make' ELSE 'take back' END, login, SQLERRM
-                USING ERRCODE = 'insufficient_privilege',
-                      HINT = CASE WHEN taken.rolname IS NULL
-                          THEN 'After pg_upgrade from PostgreSQL 15, run sql/after-pg-upgrade.sql as a superuser.'
-                          ELSE format('If it was not made by the package owner, as a superuser: DROP ROLE %I (it is'
-                              || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION. After pg_upgrade'
-                              || ' from PostgreSQL 15, run sql/after-pg-upgrade.sql.', login, login, current_user)
-                      END;
-    END;
-    INSERT INTO datatable_roles.datatable_role_set AS s (login, role_ids, password, created_at, last_used_at)
-    VALUES (login, p_role_ids, fresh_password, now_ts, now_ts)
+    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids) AS m;
+    INSERT INTO datatable_roles.datatable_role_set AS s (
+        login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at
+    )
+    VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts)
     ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
-    SET role_ids = excluded.role_ids, password = excluded.password, last_used_at = excluded.last_used_at;
+    SET role_ids = excluded.role_ids, dbname = excluded.dbname, password = excluded.password,
+        verifier = excluded.verifier, last_used_at = excluded.last_used_at,
+        rotated_at = excluded.rotated_at;
     PERFORM datatable_roles.fault_point('create:after_row');
-    password := fresh_password;
+    password := made.password;
 END;
+$$;
+
+-- Rotation and healing (SPEC section 6), one login in its own transaction:
+-- under the login's lock, a live login whose password is older than
+-- rotate_every, or that someone else changed (not intact, or settings in
+-- another database), gets a new password and is made exact again
+-- (make_login). Sessions are not ended. Returns 'rotated', 'healed' or
+-- NULL (nothing to do, or no longer live).
+CREATE OR REPLACE FUNCTION datatable_roles.rotate_or_heal(p_login text)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    row_now datatable_roles.datatable_role_set;
+    made record;
+    outcome text;
+BEGIN
+    PERFORM datatable_roles.lock_set_login(p_login);
+    SELECT s.* INTO row_now FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password <> '' AND s.dbname IS NOT NULL;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF NOT datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname)
+        OR datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname) THEN
+        outcome := 'healed';
+    ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
+        - (SELECT st.rotate_every FROM datatable_roles.settings AS st) THEN
+        outcome := 'rotated';
+    ELSE
+        RETURN NULL;
+    END IF;
+    -- A role of the set disabled or dropped meanwhile: retirement's, not ours.
+    IF EXISTS (
+        SELECT FROM unnest(row_now.role_ids) AS i (id)
+        WHERE NOT EXISTS (
+            SELECT FROM datatable_roles.catalog_role AS r WHERE r.id = i.id AND r.enabled
+        )
+    ) THEN
+        RETURN NULL;
+    END IF;
+    SELECT m.* INTO made FROM datatable_roles.make_login(row_now.login, row_now.dbname, row_now.role_ids) AS m;
+    UPDATE datatable_roles.datatable_role_set AS s
+    SET password = made.password, verifier = made.verifier,
+        rotated_at = (SELECT datatable_roles.clock_now())
+    WHERE s.login = p_login;
+    RETURN outcome;
+END;
+$$;
+
+-- Settings a login was given in a database other than its own (which only
+-- the sweep looks for: they act nowhere the login can connect).
+CREATE OR REPLACE FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_db_role_setting AS rs
+        JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+        LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
+        WHERE pr.rolname = p_login AND rs.setdatabase <> 0 AND pd.datname IS DISTINCT FROM p_dbname
+    )
 $$;

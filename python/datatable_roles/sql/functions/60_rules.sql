@@ -30,22 +30,22 @@ CREATE OR REPLACE FUNCTION datatable_roles.default_of(
     p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]
 )
 RETURNS TABLE (
-    id bigint, name text, password text, enabled boolean, tenants text[], held boolean,
+    id bigint, name text, enabled boolean, tenants text[], held boolean,
     viewer_may_add boolean
 )
 LANGUAGE sql STABLE
 AS $$
-    SELECT c.id, c.name, c.password, c.enabled, c.tenants, c.held, EXISTS (
+    SELECT c.id, c.name, c.enabled, c.tenants, c.held, EXISTS (
         SELECT FROM datatable_roles.datatable_role AS m
         WHERE m.datatable_id = p_datatable_id AND m.tenants <> '{}'
             AND (m.role_id IS DISTINCT FROM c.id OR NOT c.held)
             AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
     )
     FROM (
-        SELECT d.id, d.name, d.password, d.enabled, d.tenants, coalesce(d.held, false) AS held
+        SELECT d.id, d.name, d.enabled, d.tenants, coalesce(d.held, false) AS held
         FROM (SELECT) AS one
         LEFT JOIN (
-            SELECT r.id, r.name, r.password, r.enabled, m.tenants,
+            SELECT r.id, r.name, r.enabled, m.tenants,
                 r.enabled AND datatable_roles.may_use(p_ident_admin, p_ident_keys, m.tenants) AS held
             FROM datatable_roles.catalog_role AS r
             JOIN datatable_roles.datatable_role AS m
@@ -114,22 +114,20 @@ AS $$
 $$;
 
 
--- R6/R7, which login a non-empty set of catalog roles gets: one role, that
--- role's own login; several, the set login of exactly that set. The
--- password comes with it when the login may be handed out with no write
--- (always for a role; for a set, when usable_set_login says so). The admin
--- login, for a result of {admin}, is decide()'s to pick.
-CREATE OR REPLACE FUNCTION datatable_roles.login_of_roles(p_role_ids bigint[])
+-- R6/R7, which login a non-empty set of catalog roles gets on the data
+-- table's database: the scoped login of exactly that set there ('role' for
+-- one role, whose sessions act as the role; 'set' for several). Catalog
+-- roles are never logged in as: a role's own login would reach every
+-- database where the role is mapped, in any workspace. The password comes
+-- with it when the login may be handed out with no write (usable_set_login).
+-- The admin login, for a result of {admin}, is decide()'s to pick.
+CREATE OR REPLACE FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[])
 RETURNS TABLE (kind text, login text, password text)
 LANGUAGE sql STABLE
 AS $$
-    SELECT 'role', r.name, r.password
-    FROM datatable_roles.catalog_role AS r
-    WHERE cardinality(p_role_ids) = 1 AND r.id = p_role_ids[1]
-    UNION ALL
-    SELECT 'set', n.login, (SELECT u.password FROM datatable_roles.usable_set_login(p_role_ids) AS u)
-    FROM datatable_roles.set_login_of(p_role_ids) AS n
-    WHERE cardinality(p_role_ids) > 1
+    SELECT CASE WHEN cardinality(p_role_ids) = 1 THEN 'role' ELSE 'set' END, n.login,
+        (SELECT u.password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u)
+    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
 $$;
 
 -- Decides without side effects (STABLE: PL/pgSQL refuses writes here).
@@ -174,6 +172,7 @@ BEGIN
         || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
         || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
         d.id AS entry_id, g.id, g.workspace, g.name, g.dbname, g.admin_login, g.admin_password,
+        g.admin_verifier,
         g.default_role, g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
     INTO h
     FROM datatable_roles.job_perms AS j
@@ -358,7 +357,15 @@ BEGIN
 
     -- R6/R7: the login that holds exactly the result.
     IF result.refused_case IS NULL THEN
-        IF is_admin THEN
+        IF is_admin AND h.admin_verifier IS NOT NULL
+            AND NOT datatable_roles.verifier_is(h.admin_login, h.admin_verifier) THEN
+            -- Never hand out a password known not to work.
+            result.refused_case := 'admin_password';
+            result.refused_message := format(
+                'data table %s: the password of its admin login %s was changed outside the package',
+                label, h.admin_login);
+            result.refused_hint := 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
+        ELSIF is_admin THEN
             result.role_ids := '{}';
             result.role_names := '{admin}';
             result.login_kind := 'admin';
@@ -368,7 +375,7 @@ BEGIN
             SELECT s.ids, s.names, l.kind, l.login, l.password
             INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password
             FROM datatable_roles.roles_of(ids) AS s
-            CROSS JOIN LATERAL datatable_roles.login_of_roles(s.ids) AS l;
+            CROSS JOIN LATERAL datatable_roles.login_of_roles(h.dbname, s.ids) AS l;
         END IF;
     END IF;
     IF p_trace THEN
@@ -382,7 +389,9 @@ $$;
 -- Returns one row: the database, the login, its password, the roles it
 -- holds (sorted names; {admin} for the admin login) and login_kind ('admin',
 -- 'role' or 'set'). A refusal raises 42501 with the data table, the rule
--- (also in the error's CONSTRAINT field, e.g. 'R5'), and the fix.
+-- (also in the error's CONSTRAINT field, e.g. 'R5'), and the fix; an admin
+-- login whose password was changed outside the package raises 55000
+-- (CONSTRAINT admin_password) rather than hand out a password that fails.
 CREATE OR REPLACE FUNCTION public.resolve_datatable_role(
     job_id uuid, datatable text, role text DEFAULT null, for_migration boolean DEFAULT false,
     OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text
@@ -407,7 +416,11 @@ BEGIN
     END IF;
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
-    IF d.refused_case IS NOT NULL THEN
+    IF d.refused_case = 'admin_password' THEN
+        RAISE EXCEPTION '%', d.refused_message
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = d.refused_hint,
+                  CONSTRAINT = d.refused_case;
+    ELSIF d.refused_case IS NOT NULL THEN
         RAISE EXCEPTION '%', d.refused_message
             USING ERRCODE = 'insufficient_privilege', HINT = d.refused_hint,
                   DETAIL = format('refused by rule %s', d.refused_case),
@@ -421,7 +434,7 @@ BEGIN
     IF password IS NULL THEN
         -- A set login to touch, make or take back.
         SELECT s.login, s.password INTO login, password
-        FROM datatable_roles.ensure_set_login(d.role_ids) AS s;
+        FROM datatable_roles.ensure_set_login(d.dbname, d.role_ids) AS s;
     END IF;
 END;
 $$;

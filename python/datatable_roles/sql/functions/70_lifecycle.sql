@@ -34,8 +34,11 @@ AS $$
     )
 $$;
 
--- Runs statements in another database of the cluster as the link login, in
--- a session of their own (committed there, whatever happens here).
+-- Runs statements in a database of the cluster as the link login, in a
+-- session of their own (committed there, whatever happens here). The
+-- connection string quotes each value as libpq does (conninfo_for), and the
+-- session pins its search_path before anything else runs: a data table's
+-- admin or a swept login may have planted objects on the default one.
 CREATE OR REPLACE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text)
 RETURNS void
 LANGUAGE plpgsql
@@ -43,22 +46,19 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     link datatable_roles.link_credential;
-    conninfo text;
 BEGIN
     SELECT c.* INTO link FROM datatable_roles.link_credential AS c;
-    conninfo := format('host=%s port=%s dbname=%s user=%s password=%s',
-        quote_literal((SELECT s.link_host FROM datatable_roles.settings AS s)),
-        quote_literal(current_setting('port')), quote_literal(p_dbname),
-        quote_literal(link.login), quote_literal(link.password));
     -- A cancel (statement_timeout) is not caught below: it can leave the named
     -- connection open in this session, and every later move here would fail
     -- with "duplicate connection name". Close such a leftover first.
     IF 'datatable_roles_link' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
     END IF;
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link', conninfo);
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link',
+        datatable_roles.conninfo_for(p_dbname, link.login, link.password));
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link', p_sql);
+        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link',
+            'SET search_path = pg_catalog, pg_temp; ' || p_sql);
     EXCEPTION WHEN OTHERS THEN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
         RAISE;
@@ -88,10 +88,15 @@ AS $$
     ORDER BY pd.datname
 $$;
 
--- Gives what p_login owns, in every database where it owns or holds anything
--- (pg_shdepend tells which), to that database's data table admin login, then
--- drops what is left (its privileges). Returns the databases it could not
--- finish, each with the reason; empty when everything moved.
+-- Gives what p_login owns, in every data table database where it owns or
+-- holds anything (pg_shdepend tells which), to that database's admin login,
+-- kept but inert (quarantine_statements: nothing it held can run with the
+-- admin's privileges or show rows that RLS hides), then drops what is left
+-- (its privileges). In any other database (postgres, the metadata database)
+-- nothing belongs to a data table: its objects and privileges there are
+-- dropped, so that a large or temporary object there blocks nothing.
+-- Returns the databases it could not finish, each with the reason; empty
+-- when everything moved.
 CREATE OR REPLACE FUNCTION datatable_roles.move_objects_of(p_login text)
 RETURNS text[]
 LANGUAGE plpgsql
@@ -99,23 +104,17 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     db record;
-    statements text;
     failed text [] := '{}'::text [];
 BEGIN
     FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
     LOOP
-        IF db.admin_login IS NULL THEN
-            failed := failed || format('%s: not a data table database', db.datname);
-            CONTINUE;
-        END IF;
-        statements := format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
-            p_login, db.admin_login);
         BEGIN
-            IF db.datname = current_database() THEN
-                EXECUTE statements;
-            ELSE
-                PERFORM datatable_roles.exec_in_database(db.datname, statements);
-            END IF;
+            PERFORM datatable_roles.exec_in_database(db.datname, CASE
+                WHEN db.admin_login IS NULL THEN format('DROP OWNED BY %I', p_login)
+                ELSE datatable_roles.quarantine_statements(p_login, db.admin_login)
+                    || format('; REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
+                        p_login, db.admin_login)
+            END);
         EXCEPTION WHEN OTHERS THEN
             failed := failed || format('%s: %s', db.datname, SQLERRM);
         END;
@@ -128,20 +127,26 @@ END;
 $$;
 
 -- The sweep's selection (SPEC section 6), the one definition that the sweep,
--- its recheck of each login under the login's lock, and the CLI use: a set
--- login of this instance unused since p_cutoff, or a retired one (empty
--- password) holding a role that was dropped since (no resolve takes such a
--- login back).
+-- its recheck of each login under the login's lock, and status use: a login
+-- of this instance unused since p_cutoff; or a retired one (empty password)
+-- that no resolve will take back: one made before logins were scoped to a
+-- database (no dbname), or holding a role that was dropped, or that no data
+-- table on its database maps any more.
 CREATE OR REPLACE FUNCTION datatable_roles.is_sweepable(
-    p_last_used_at timestamptz, p_password text, p_role_ids bigint[], p_cutoff timestamptz
+    p_last_used_at timestamptz, p_password text, p_dbname text, p_role_ids bigint[],
+    p_cutoff timestamptz
 )
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT p_last_used_at < p_cutoff OR (p_password = '' AND EXISTS (
+    SELECT p_last_used_at < p_cutoff OR (p_password = '' AND (p_dbname IS NULL OR EXISTS (
         SELECT FROM unnest(p_role_ids) AS i (id)
-        WHERE NOT EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.id = i.id)
-    ))
+        WHERE NOT EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+            WHERE m.role_id = i.id AND d.dbname = p_dbname
+        )
+    )))
 $$;
 
 -- A sweep's cutoff: logins last used before it are unused (p_unused_for,
@@ -162,12 +167,12 @@ AS $$
     SELECT s.login
     FROM datatable_roles.datatable_role_set AS s,
         datatable_roles.sweep_cutoff(p_unused_for) AS c (cutoff)
-    WHERE datatable_roles.is_sweepable(s.last_used_at, s.password, s.role_ids, c.cutoff)
+    WHERE datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, c.cutoff)
     ORDER BY s.login
 $$;
 
 -- Sweep, step 1, in a transaction of its own: if the login is still unused
--- since p_cutoff (or retired and holding a dropped role), its row loses the
+-- since p_cutoff (or retired for good, is_sweepable), its row loses the
 -- password and the login loses LOGIN, and its sessions end. False: skip it.
 CREATE OR REPLACE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamptz)
 RETURNS boolean
@@ -178,7 +183,7 @@ BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
-        AND datatable_roles.is_sweepable(s.last_used_at, s.password, s.role_ids, p_cutoff);
+        AND datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff);
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -250,12 +255,11 @@ BEGIN
 END;
 $$;
 
--- Ends the sessions of this instance's logins that should have none: set logins
--- whose row has an empty password and disabled catalog roles, when they are
--- NOLOGIN. Retirement ends their sessions before its commit; a client that
+-- Ends the sessions of this instance's logins that should have none: those
+-- whose row has an empty password, when they are NOLOGIN. Retirement ends their sessions before its commit; a client that
 -- logged in again in that moment (the login could, until the commit) is ended
--- here. Each is looked at under the lock a resolve or an enable takes first,
--- so a login taken back meanwhile is left alone. Returns how many sessions.
+-- here. Each is looked at under the lock a resolve takes first, so a login
+-- taken back meanwhile is left alone. Returns how many sessions.
 CREATE OR REPLACE FUNCTION datatable_roles.end_stray_sessions()
 RETURNS integer
 LANGUAGE plpgsql
@@ -278,72 +282,163 @@ BEGIN
             n := n + datatable_roles.end_sessions_of(stray);
         END IF;
     END LOOP;
-    FOR stray IN
-        SELECT r.name FROM datatable_roles.catalog_role AS r
-        WHERE NOT r.enabled ORDER BY r.id
-        FOR SHARE SKIP LOCKED
-    LOOP
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = stray AND NOT pr.rolcanlogin) THEN
-            n := n + datatable_roles.end_sessions_of(stray);
-        END IF;
-    END LOOP;
     RETURN n;
 END;
 $$;
 
--- Drops this instance's set logins unused for unused_for (default: settings
+-- The sweep as steps, each one transaction of the procedure below, its
+-- progress in a jsonb state: take away (per login), drop (per login), then
+-- rotate or heal (per login), the link login's rotation, and stray sessions.
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_start(p_unused_for interval)
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT jsonb_build_object(
+        'cutoff', datatable_roles.sweep_cutoff(p_unused_for),
+        'phase', 'take_away', 'i', 0,
+        'victims', v.victims, 'examined', jsonb_array_length(v.victims),
+        'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0)
+    FROM (SELECT to_jsonb(ARRAY(SELECT datatable_roles.sweep_candidates(p_unused_for))) AS victims) AS v
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_pending(p_state jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT p_state ->> 'phase' <> 'done'
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_step(p_state jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    st jsonb := p_state;
+    phase text := p_state ->> 'phase';
+    i integer := (p_state ->> 'i')::integer;
+    victim text := p_state -> 'victims' ->> i;
+    finish record;
+    outcome text;
+BEGIN
+    IF phase = 'take_away' AND victim IS NULL THEN
+        -- Every live login due for rotation, or changed by someone else.
+        RETURN st || jsonb_build_object('phase', 'maintain', 'i', 0, 'victims', to_jsonb(ARRAY(
+            SELECT s.login FROM datatable_roles.datatable_role_set AS s
+            WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
+                s.rotated_at < (SELECT datatable_roles.clock_now())
+                    - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
+                OR NOT datatable_roles.login_intact(s.login, s.verifier, s.dbname)
+                OR datatable_roles.login_settings_elsewhere(s.login, s.dbname))
+            ORDER BY s.login)));
+    ELSIF phase = 'take_away' THEN
+        IF datatable_roles.sweep_take_away(victim, (st ->> 'cutoff')::timestamptz) THEN
+            RETURN st || jsonb_build_object('phase', 'drop');
+        END IF;
+        RETURN st || jsonb_build_object('i', i + 1, 'skipped', (st ->> 'skipped')::integer + 1);
+    ELSIF phase = 'drop' THEN
+        PERFORM datatable_roles.fault_point('sweep:after_take_away');
+        SELECT * INTO finish FROM datatable_roles.sweep_drop(victim);
+        st := st || jsonb_build_object('phase', 'take_away', 'i', i + 1);
+        IF finish.outcome = 'unfinished' THEN
+            RETURN st || jsonb_build_object('unfinished', (st -> 'unfinished')
+                || jsonb_build_object('login', victim, 'reason', finish.reason));
+        END IF;
+        RETURN st || jsonb_build_object(finish.outcome, (st ->> finish.outcome)::integer + 1);
+    ELSIF phase = 'maintain' AND victim IS NOT NULL THEN
+        outcome := datatable_roles.rotate_or_heal(victim);
+        st := st || jsonb_build_object('i', i + 1);
+        IF outcome IS NOT NULL THEN
+            st := st || jsonb_build_object(outcome, (st ->> outcome)::integer + 1);
+        END IF;
+        RETURN st;
+    ELSIF phase = 'maintain' THEN
+        PERFORM datatable_roles.rotate_link_login();
+        RETURN st || jsonb_build_object('phase', 'stray');
+    ELSIF phase = 'stray' THEN
+        PERFORM datatable_roles.end_stray_sessions();
+        RETURN st || jsonb_build_object('phase', 'done');
+    END IF;
+    RETURN st;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_report(p_state jsonb)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT jsonb_build_object('examined', p_state -> 'examined', 'dropped', p_state -> 'dropped',
+        'skipped', p_state -> 'skipped', 'unfinished', p_state -> 'unfinished',
+        'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed')
+$$;
+
+-- The link login gets a new password every rotate_every, and at once when
+-- it is not the one the package set.
+CREATE OR REPLACE FUNCTION datatable_roles.rotate_link_login()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    link datatable_roles.link_credential;
+    fresh text := datatable_roles.new_password();
+    verifier text := datatable_roles.verifier_for(fresh);
+BEGIN
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR UPDATE;
+    IF link.verifier IS NOT NULL AND datatable_roles.verifier_is(link.login, link.verifier)
+        AND link.rotated_at >= (SELECT datatable_roles.clock_now())
+            - (SELECT s.rotate_every FROM datatable_roles.settings AS s) THEN
+        RETURN;
+    END IF;
+    EXECUTE format('ALTER ROLE %I PASSWORD %L', link.login, verifier);
+    UPDATE datatable_roles.link_credential
+    SET password = fresh, verifier = rotate_link_login.verifier,
+        rotated_at = (SELECT datatable_roles.clock_now());
+END;
+$$;
+
+-- Drops this instance's logins unused for unused_for (default: settings
 -- unused_after, 30 days), going by this instance's rows only. Per login:
 -- take away its password and LOGIN (commit), then, holding the login's lock,
--- move what it owns in each data table database to the admin login and drop
--- it and its row (commit). A login it cannot finish keeps its row with an
--- empty password, so the next sweep finds it again. Last, it ends stray
--- sessions of retired logins (end_stray_sessions). Call it as the package
--- owner, outside a transaction block:
+-- move what it owns in each data table database to the admin login, inert,
+-- and drop it and its row (commit). A login it cannot finish keeps its row
+-- with an empty password, so the next sweep finds it again. Then it rotates
+-- every password older than rotate_every and heals every login someone else
+-- changed (each in its own commit), rotates the link login's, and ends
+-- stray sessions of retired logins (end_stray_sessions). Call it as the
+-- package owner, outside a transaction block:
 --     CALL sweep_unused_role_set_logins(NULL);
--- report: {"examined", "dropped", "skipped", "unfinished": [{"login", "reason"}]}.
+-- report: {"examined", "dropped", "skipped", "unfinished": [{"login", "reason"}],
+-- "rotated", "healed"}.
+--
+-- A procedure that commits cannot pin search_path with a SET clause, so its
+-- own body only calls schema-qualified functions with arguments of their
+-- exact types and uses no operator: nothing a caller's search_path could
+-- shadow runs here. Every function it calls pins its own.
 CREATE OR REPLACE PROCEDURE public.sweep_unused_role_set_logins(
     INOUT report jsonb DEFAULT null, unused_for interval DEFAULT null
 )
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    cutoff timestamptz := datatable_roles.sweep_cutoff(unused_for);
-    victims text [];
-    victim text;
-    finish record;
-    dropped integer := 0;
-    skipped integer := 0;
-    unfinished jsonb := '[]'::jsonb;
+    state pg_catalog.jsonb := datatable_roles.sweep_start(unused_for);
 BEGIN
-    victims := ARRAY(SELECT datatable_roles.sweep_candidates(unused_for));
-    FOREACH victim IN ARRAY victims LOOP
-        IF NOT datatable_roles.sweep_take_away(victim, cutoff) THEN
-            skipped := skipped + 1;
-            COMMIT;
-            CONTINUE;
-        END IF;
+    WHILE datatable_roles.sweep_pending(state) LOOP
+        state := datatable_roles.sweep_step(state);
         COMMIT;
-        PERFORM datatable_roles.fault_point('sweep:after_take_away');
-        SELECT * INTO finish FROM datatable_roles.sweep_drop(victim);
-        COMMIT;
-        IF finish.outcome = 'dropped' THEN
-            dropped := dropped + 1;
-        ELSIF finish.outcome = 'skipped' THEN
-            skipped := skipped + 1;
-        ELSE
-            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', finish.reason);
-        END IF;
     END LOOP;
-    PERFORM datatable_roles.end_stray_sessions();
-    report := jsonb_build_object('examined', cardinality(victims), 'dropped', dropped,
-        'skipped', skipped, 'unfinished', unfinished);
+    report := datatable_roles.sweep_report(state);
 END;
 $$;
 
--- Drops a catalog role: retires its set logins, removes it from every role
--- map (a default naming it becomes no default, R11), takes its CONNECT grants
--- away, ends its sessions, gives what it owns in every data table database to
--- that database's admin login (dropping its privileges there), and drops it.
+-- Drops a catalog role: gives what it owns in every data table database to
+-- that database's admin login, inert (dropping its privileges there; in any
+-- other database, what it owns and holds there is dropped), retires the
+-- logins holding it, removes it from every role map (a default naming it
+-- becomes no default, R11), and drops it.
 CREATE OR REPLACE FUNCTION public.drop_datatable_role(name text)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -353,17 +448,8 @@ DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
     failed text [];
 BEGIN
-    -- Refuse before moving anything when some database cannot be handled.
-    failed := ARRAY(SELECT format('%s: not a data table database', h.datname)
-        FROM datatable_roles.databases_holding(target.name) AS h WHERE h.admin_login IS NULL);
-    IF failed <> '{}' THEN
-        RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
-            array_to_string(failed, '; ')
-            USING ERRCODE = 'dependent_objects_still_exist',
-                  HINT = 'Revoke its privileges and move what it owns there, then drop it again.';
-    END IF;
-    -- Then, in sessions of their own: DROP OWNED there also revokes the
-    -- role's CONNECT grants, rows this transaction must not hold meanwhile.
+    -- In sessions of their own: DROP OWNED there also revokes the role's
+    -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);
     IF failed <> '{}' THEN
         RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
@@ -376,7 +462,6 @@ BEGIN
     UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
     WHERE d.default_role = target.name;
     DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
     DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
     PERFORM datatable_roles.end_sessions_of(target.name);
     BEGIN

@@ -22,6 +22,8 @@ BEGIN
         || ' public.resolve_datatable_role(uuid, text, text, boolean),'
         || ' public.explain_datatable_role(uuid, text, text),'
         || ' public.cached_result_path(uuid, text, jsonb) TO %I', p_worker);
+    -- sql/bootstrap.sql took CONNECT on this database from PUBLIC.
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_worker);
     INSERT INTO datatable_roles.worker_role (name) VALUES (p_worker) ON CONFLICT DO NOTHING;
 END;
 $$;
@@ -41,6 +43,8 @@ AS $$
         'instance_id', st.instance_id,
         'unused_after', st.unused_after::text,
         'touch_every', st.touch_every::text,
+        'rotate_every', st.rotate_every::text,
+        'login_group', st.login_group,
         'clock_offset', st.clock_offset::text,
         'now', c.now,
         'datatables', coalesce((
@@ -50,6 +54,8 @@ AS $$
             ELSE jsonb_build_object(
                 'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
                 'admin_login', d.admin_login,
+                'admin_password_ok', CASE WHEN d.admin_verifier IS NOT NULL
+                    THEN datatable_roles.verifier_is(d.admin_login, d.admin_verifier) END,
                 'default_role', nullif(d.default_role, datatable_roles.no_default()),
                 'default_is_admin', d.default_role = 'admin',
                 'roles', jsonb_build_array(jsonb_build_object(
@@ -85,8 +91,12 @@ AS $$
                 'idle_seconds', extract(EPOCH FROM c.now - s.last_used_at),
                 'active', s.password <> '',
                 'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login),
-                'stale', datatable_roles.is_sweepable(
-                    s.last_used_at, s.password, s.role_ids, datatable_roles.sweep_cutoff(null)))
+                'database', s.dbname,
+                'rotated_at', s.rotated_at,
+                'intact', s.password <> ''
+                    AND datatable_roles.login_intact(s.login, s.verifier, s.dbname),
+                'stale', datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname,
+                    s.role_ids, datatable_roles.sweep_cutoff(null)))
                 ORDER BY s.last_used_at DESC, s.login)
             FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
     FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)
