@@ -1,23 +1,27 @@
-"""Upgrade: a database installed from release 0.1.0, in use, migrated to head.
+"""Upgrade: a database installed from any landed state of main, in use, migrated to head.
 
-Release 0.1.0 is migrations 0001-0009 exactly as released, read from git history (commit
-RELEASE_0_1_0), applied with yoyo as 0.1.0's `migrate` applied them (it had no post-apply
-hook). The world is made through 0.1.0's own functions: catalog roles, a data table under
+Each commit of test_migrations.LANDED (release 0.1.0 first) is installed as it was: its
+bootstrap as superuser, then its migrations with yoyo as its `migrate` applied them (0.1.0
+had no post-apply hook; later commits ship one, with the function sources beside it). The
+world is made through that install's own functions: catalog roles, a data table under
 row-level security, jobs, the logins their resolves handed out (a role's login and two set
-logins), and a table owned by a set login. After the upgrade:
+logins), and a table owned by a set login. Then the operator's upgrade: head's
+sql/bootstrap.sql again as superuser, and `migrate`. After it:
 
 - the schema equals a fresh install's (the comparison tests/test_migrations.py makes);
-- every login handed out before still authenticates;
-- resolve gives the same answers;
-- retirement and the sweep work on the old logins, and the swept login's table passes to
-  the admin login with its rows.
+- every login handed out before is refused (issue 11: a role's own login and a set login
+  reached every database where their roles were mapped): fewer rows, never more;
+- resolve gives the same roles and the same rows, through logins scoped to the database;
+- the sweep drops the old set logins at once, and the swept login's table passes to the
+  admin login with its rows, inert.
 
-Every later change proves that it reaches 0.1.0 installs here.
+Every later change proves that it reaches every landed state here.
 """
 
 from __future__ import annotations
 
 import secrets
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -27,31 +31,51 @@ from psycopg import sql
 from yoyo import get_backend, read_migrations
 
 from datatable_roles.devcluster import dump_schema
-from datatable_roles.migrate import migrate, yoyo_url
+from datatable_roles.migrate import SQL_DIR, migrate, yoyo_url
 
-from test_migrations import RELEASE_0_1_0, git
+from test_migrations import LANDED, RELEASE_0_1_0, git
+
+
+def release_path(commit: str, name: str) -> str:
+    """Where `name` (migrations, functions, bootstrap.sql) lived at `commit`: in the
+    package since issue 9, before that at the top (migrations/, sql/)."""
+    packaged = f"python/datatable_roles/sql/{name}"
+    try:
+        git("cat-file", "-e", f"{commit}:{packaged}")
+        return packaged
+    except subprocess.CalledProcessError:
+        return "sql/bootstrap.sql" if name == "bootstrap.sql" else name
 
 
 def install_release(cluster, dbname: str, commit: str, workdir: Path) -> list[str]:
-    """A metadata database installed from the migrations of `commit`, as that release did:
-    bootstrap as superuser, then its migrations as the owner (no post-apply hook)."""
-    release = workdir / "release"
-    (release / "migrations").mkdir(parents=True)
-    names = git("ls-tree", "--name-only", f"{commit}:migrations").split()
-    for name in names:
-        (release / "migrations" / name).write_text(git("show", f"{commit}:migrations/{name}"))
-    (release / "bootstrap.sql").write_text(git("show", f"{commit}:sql/bootstrap.sql"))
+    """A metadata database installed from the migrations of `commit`, as that state of main
+    did: its bootstrap as superuser, then its migrations as the owner, with its post-apply
+    hook when it had one."""
+    release = workdir / commit[:8]
+    for name in ("migrations", "functions"):
+        folder = release_path(commit, name)
+        try:
+            names = git("ls-tree", "--name-only", f"{commit}:{folder}").split()
+        except subprocess.CalledProcessError:
+            continue
+        (release / name).mkdir(parents=True)
+        for n in names:
+            if n != "__pycache__":
+                (release / name / n).write_text(git("show", f"{commit}:{folder}/{n}"))
+    (release / "bootstrap.sql").write_text(git("show", f"{commit}:{release_path(commit, 'bootstrap.sql')}"))
     with cluster.connect_super() as conn:
         conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
             sql.Identifier(dbname), sql.Identifier(cluster.owner)))
     cluster.psql_file(release / "bootstrap.sql", dbname, owner=cluster.owner)
     migrations = read_migrations(str(release / "migrations"))
-    assert not migrations.post_apply, "release 0.1.0 had no post-apply hook"
+    assert bool(migrations.post_apply) == (commit != RELEASE_0_1_0)
     backend = get_backend(yoyo_url(cluster.owner_conninfo(dbname)))
     try:
         with backend.lock():
             pending = backend.to_apply(migrations)
             backend.apply_migrations_only(pending)
+            if migrations.post_apply:
+                backend.run_post_apply(migrations)
     finally:
         backend.connection.close()
     return [m.id for m in pending]
@@ -135,21 +159,22 @@ def server_version(cluster) -> int:
         return int(conn.execute("SHOW server_version_num").fetchone()[0])
 
 
-@pytest.fixture
-def release(cluster, scratch, orders_db, uid, tmp_path):
-    """The 0.1.0 install with its world; None on PostgreSQL 16 and later, where 0.1.0 does
-    not install (asserted here): its installs reach 16+ only through pg_upgrade
-    (tests/test_pg_upgrade.py)."""
+@pytest.fixture(params=LANDED, ids=lambda c: c[:8])
+def release(request, cluster, scratch, orders_db, uid, tmp_path):
+    """A landed install with its world; None where it does not install: 0.1.0 on
+    PostgreSQL 16 and later (asserted here), whose installs reach 16+ only through
+    pg_upgrade (tests/pg_upgrade_check.py)."""
+    commit = request.param
     dbname = "dtr_up_" + secrets.token_hex(4)
     scratch.databases.append(dbname)
-    if server_version(cluster) >= 160000:
+    if commit == RELEASE_0_1_0 and server_version(cluster) >= 160000:
         with pytest.raises(psycopg.errors.InsufficientPrivilege,
                            match="Only roles with the ADMIN option"):
-            install_release(cluster, dbname, RELEASE_0_1_0, tmp_path)
+            install_release(cluster, dbname, commit, tmp_path)
         yield None
         return
-    applied = install_release(cluster, dbname, RELEASE_0_1_0, tmp_path)
-    assert applied[-1] == "0009_lifecycle" and len(applied) == 9
+    applied = install_release(cluster, dbname, commit, tmp_path)
+    assert applied[0] == "0001_tables" and "0009_lifecycle" in applied
     world = Release(cluster, dbname, uid)
     try:
         world.build(orders_db)
@@ -158,13 +183,13 @@ def release(cluster, scratch, orders_db, uid, tmp_path):
         world.close()
 
 
-def test_an_install_of_release_0_1_0_in_use_upgrades_to_head(cluster, release):
-    if release is None:  # PostgreSQL 16+: 0.1.0 was refused, as the fixture asserted
+def test_a_landed_install_in_use_upgrades_to_head(cluster, release):
+    if release is None:  # 0.1.0 on PostgreSQL 16+: refused, as the fixture asserted
         return
     w = release
     before = {v: w.resolve(v) for v in ("alice", "bob", "carol", "dave")}
     before["legacy"] = w.resolve("alice", "legacy")
-    assert before["alice"][3] == [w.role("emea")]
+    assert before["alice"][1:4:2] == (w.role("emea"), [w.role("emea")])
     assert before["carol"][3] == sorted([w.role("emea"), w.role("us")])
     assert before["carol"][1].startswith("wm_set_") and before["dave"][1].startswith("wm_set_")
     assert before["legacy"][1:4:2] == (w.admin, ["admin"])
@@ -174,50 +199,39 @@ def test_an_install_of_release_0_1_0_in_use_upgrades_to_head(cluster, release):
         conn.execute("CREATE TABLE carol_notes (note text)")
         conn.execute("INSERT INTO carol_notes VALUES ('kept'), ('across the upgrade')")
 
-    assert migrate(cluster.owner_conninfo(w.db)) == ["0010_functions_apart",
-                                                     "0011_link_memberships"]
+    # The operator's upgrade: bootstrap again (it gained the guard), then migrate.
+    cluster.psql_file(SQL_DIR / "bootstrap.sql", w.db, owner=cluster.owner)
+    assert migrate(cluster.owner_conninfo(w.db))[-1] == "0012_scoped_logins"
 
-    # The schema is exactly a fresh install's, the worker's grants included (resolve was
-    # dropped and made anew on the way).
+    # The schema is exactly a fresh install's, the worker's grants included.
     assert dump_schema(cluster, w.db) == fresh_schema_with_worker(cluster)
-    # The link login holds what a fresh install's holds: every catalog role and the admin
-    # login, and no longer the package owner.
-    with cluster.connect_super(w.db) as su:
-        assert {r for (r,) in su.execute(
-            "SELECT g.rolname FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid"
-            " WHERE m.member = (SELECT login FROM datatable_roles.link_credential)::regrole"
-        )} == {w.role("emea"), w.role("us"), w.role("apac"), w.admin}
-    # Every login handed out before still authenticates, and sees the same rows.
-    assert {v: w.sees(*before[v][:3]) for v in before} == {
-        "alice": "1,4", "bob": "2,5", "carol": "1,2,4,5", "dave": "2,3,5", "legacy": "1,2,3,4,5"}
-    # Resolve gives the same answers (nothing was due for rotation).
-    assert {v: w.resolve(v) for v in ("alice", "bob", "carol", "dave")} == {
-        v: before[v] for v in ("alice", "bob", "carol", "dave")}
-    assert w.resolve("alice", "legacy") == before["legacy"]
+    # Every login handed out before is refused now, the role's own login included;
+    # the admin login, which the operator owns, still works.
+    for v in ("alice", "bob", "carol", "dave"):
+        with pytest.raises(psycopg.OperationalError):
+            w.sees(*before[v][:3])
+    assert w.sees(*before["legacy"][:3]) == "1,2,3,4,5"
+    # Resolve gives the same roles and rows, through logins scoped to the database.
+    after = {v: w.resolve(v) for v in ("alice", "bob", "carol", "dave")}
+    assert {v: after[v][3] for v in after} == {v: before[v][3] for v in before if v != "legacy"}
+    assert all(after[v][1].startswith("wm_set_") and after[v][1] != before[v][1] for v in after)
+    assert {v: w.sees(*after[v][:3]) for v in after} == {
+        "alice": "1,4", "bob": "2,5", "carol": "1,2,4,5", "dave": "2,3,5"}
     with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
         w.resolve("anonymous")
     assert refused.value.diag.constraint_name == "R5"
 
-    # Retirement reaches an old set login: dave's loses its password, and dave now
-    # resolves to the one role left to him.
-    w.owner.execute("SELECT set_datatable_role_enabled(%s, false)", [w.role("apac")])
-    with pytest.raises(psycopg.OperationalError):
-        w.sees(*before["dave"][:3])
-    assert w.resolve("dave")[1:4:2] == (w.role("us"), [w.role("us")])
-
-    # The sweep reaches old set logins: 31 days on, carol's and dave's go, and carol's
-    # table passes to the admin login with its rows.
-    with cluster.connect_super(w.db) as su:
-        su.execute("UPDATE datatable_roles.settings SET clock_offset = '31 days'")
+    # The sweep drops the old set logins at once (retired for good: no database),
+    # and carol's table passes to the admin login with its rows, out of every
+    # search path.
     (report,) = w.owner.execute("CALL sweep_unused_role_set_logins(NULL)").fetchone()
     assert report["dropped"] == 2 and report["unfinished"] == [], report
     with cluster.connect_super(carol_db) as su:
-        assert su.execute(
-            "SELECT tableowner, (SELECT count(*) FROM carol_notes) FROM pg_tables"
-            " WHERE tablename = 'carol_notes'").fetchone() == (w.admin, 2)
+        schema, owner = su.execute(
+            "SELECT schemaname, tableowner FROM pg_tables WHERE tablename = 'carol_notes'"
+        ).fetchone()
+        assert owner == w.admin and schema.startswith("wm_quarantine_")
+        assert su.execute(sql.SQL("SELECT count(*) FROM {}.carol_notes").format(
+            sql.Identifier(schema))).fetchone() == (2,)
         assert su.execute("SELECT count(*) FROM pg_roles WHERE rolname = %s",
                           [carol_login]).fetchone() == (0,)
-    # Carol's set login is made again on demand, under the same name, and works.
-    again = w.resolve("carol")
-    assert again[1] == carol_login and again[2] != carol_password
-    assert w.sees(*again[:3]) == "1,2,4,5"
