@@ -29,7 +29,9 @@ SELECT format('GRANT CREATE ON DATABASE %I TO %I', current_database(), :'owner')
 GRANT CREATE ON SCHEMA public TO :"owner";
 
 SELECT format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()) \gexec
-SELECT format('GRANT CONNECT ON DATABASE %I TO %I WITH GRANT OPTION', current_database(), :'owner') \gexec
+SELECT format(
+    'GRANT CONNECT ON DATABASE %I TO %I WITH GRANT OPTION', current_database(), :'owner'
+) \gexec
 
 CREATE SCHEMA IF NOT EXISTS datatable_roles_guard;
 REVOKE ALL ON SCHEMA datatable_roles_guard FROM PUBLIC;

@@ -136,6 +136,12 @@ BEGIN
             register_datatable.dbname, register_datatable.admin_login, register_datatable.admin_password),
         'admin')
     RETURNING id INTO new_id;
+    -- Other data tables of the same admin login take the password just
+    -- proven and the verifier just set (theirs no longer match).
+    UPDATE datatable_roles.datatable AS d
+    SET admin_password = n.admin_password, admin_verifier = n.admin_verifier
+    FROM datatable_roles.datatable AS n
+    WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
     EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
     RETURN new_id;
 END;

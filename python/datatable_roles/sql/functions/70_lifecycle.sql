@@ -256,10 +256,11 @@ END;
 $$;
 
 -- Ends the sessions of this instance's logins that should have none: those
--- whose row has an empty password, when they are NOLOGIN. Retirement ends their sessions before its commit; a client that
--- logged in again in that moment (the login could, until the commit) is ended
--- here. Each is looked at under the lock a resolve takes first, so a login
--- taken back meanwhile is left alone. Returns how many sessions.
+-- whose row has an empty password, when they are NOLOGIN. Retirement ends
+-- their sessions before its commit; a client that logged in again in that
+-- moment (the login could, until the commit) is ended here. Each is looked
+-- at under the lock a resolve takes first, so a login taken back meanwhile
+-- is left alone. Returns how many sessions.
 CREATE OR REPLACE FUNCTION datatable_roles.end_stray_sessions()
 RETURNS integer
 LANGUAGE plpgsql

@@ -101,10 +101,10 @@ $$;
 -- Functions whose signature or result changed, or that are gone (an install
 -- that never ran an earlier post-apply has none of them).
 DROP FUNCTION IF EXISTS datatable_roles.sync_connect_grants(bigint);
-DROP FUNCTION IF EXISTS datatable_roles.set_login_of(bigint []);
-DROP FUNCTION IF EXISTS datatable_roles.set_login_name(bigint []);
-DROP FUNCTION IF EXISTS datatable_roles.usable_set_login(bigint []);
-DROP FUNCTION IF EXISTS datatable_roles.ensure_set_login(bigint []);
-DROP FUNCTION IF EXISTS datatable_roles.login_of_roles(bigint []);
-DROP FUNCTION IF EXISTS datatable_roles.default_of(bigint, text, boolean, text []);
-DROP FUNCTION IF EXISTS datatable_roles.is_sweepable(timestamptz, text, bigint [], timestamptz);
+DROP FUNCTION IF EXISTS datatable_roles.set_login_of(bigint[]);
+DROP FUNCTION IF EXISTS datatable_roles.set_login_name(bigint[]);
+DROP FUNCTION IF EXISTS datatable_roles.usable_set_login(bigint[]);
+DROP FUNCTION IF EXISTS datatable_roles.ensure_set_login(bigint[]);
+DROP FUNCTION IF EXISTS datatable_roles.login_of_roles(bigint[]);
+DROP FUNCTION IF EXISTS datatable_roles.default_of(bigint, text, boolean, text[]);
+DROP FUNCTION IF EXISTS datatable_roles.is_sweepable(timestamptz, text, bigint[], timestamptz);
