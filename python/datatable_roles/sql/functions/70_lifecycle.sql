@@ -47,7 +47,9 @@ AS $$
 DECLARE
     link datatable_roles.link_credential;
 BEGIN
-    SELECT c.* INTO link FROM datatable_roles.link_credential AS c;
+    -- FOR SHARE: a rotation of the link login's password (rotate_link_login)
+    -- commits first, or waits for this transaction.
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
     -- A cancel (statement_timeout) is not caught below: it can leave the named
     -- connection open in this session, and every later move here would fail
     -- with "duplicate connection name". Close such a leftover first.
@@ -386,7 +388,7 @@ AS $$
 DECLARE
     link datatable_roles.link_credential;
     fresh text := datatable_roles.new_password();
-    verifier text := datatable_roles.verifier_for(fresh);
+    fresh_verifier text := datatable_roles.verifier_for(fresh);
 BEGIN
     SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR UPDATE;
     IF link.verifier IS NOT NULL AND datatable_roles.verifier_is(link.login, link.verifier)
@@ -394,9 +396,9 @@ BEGIN
             - (SELECT s.rotate_every FROM datatable_roles.settings AS s) THEN
         RETURN;
     END IF;
-    EXECUTE format('ALTER ROLE %I PASSWORD %L', link.login, verifier);
+    EXECUTE format('ALTER ROLE %I PASSWORD %L', link.login, fresh_verifier);
     UPDATE datatable_roles.link_credential
-    SET password = fresh, verifier = rotate_link_login.verifier,
+    SET password = fresh, verifier = fresh_verifier,
         rotated_at = (SELECT datatable_roles.clock_now());
 END;
 $$;

@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: 9250df972aa1ed4f5111a4f83985dc5471740afa66168f2c7f51bfc1b71c79d4
+-- functions: 15b02870e9bff58d523af6f4a0a201884ba6bc75a48607110ecef3b607e7db7c
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
