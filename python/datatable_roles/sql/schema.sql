@@ -22,6 +22,44 @@ CREATE TYPE datatable_roles.decision AS (
 
 ALTER TYPE datatable_roles.decision OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    failure text := datatable_roles.login_fails(p_dbname, p_admin_login, p_password);
+    verifier text;
+BEGIN
+    IF failure IS NOT NULL THEN
+        RAISE EXCEPTION 'admin login % could not log in to database % with the password given',
+            quote_literal(p_admin_login), quote_literal(p_dbname)
+            USING ERRCODE = 'invalid_password', DETAIL = failure,
+                  HINT = 'Give the admin login''s current password (pg_hba.conf must let it connect from settings.link_host).';
+    END IF;
+    verifier := datatable_roles.scram_verifier(p_password, 4096);
+    EXECUTE format('ALTER ROLE %I PASSWORD %L', p_admin_login, verifier);
+    RETURN verifier;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.check_dbname(p_dbname text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+BEGIN
+    PERFORM datatable_roles.require(p_dbname, 'dbname');
+    IF p_dbname !~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$' THEN
+        RAISE EXCEPTION 'invalid database name %', quote_literal(left(p_dbname, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A data table database name is 1 to 63 ASCII letters, digits, ''_'', ''.'' or ''-'' (not first).';
+    END IF;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.check_dbname(p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.check_email(p_email text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -80,6 +118,28 @@ $$;
 
 ALTER FUNCTION datatable_roles.clock_now() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.conninfo_for(p_dbname text, p_login text, p_password text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT format('host=%s port=%s dbname=%s user=%s password=%s',
+        datatable_roles.conninfo_value(s.link_host),
+        datatable_roles.conninfo_value(current_setting('port')),
+        datatable_roles.conninfo_value(p_dbname),
+        datatable_roles.conninfo_value(p_login),
+        datatable_roles.conninfo_value(p_password))
+    FROM datatable_roles.settings AS s
+$$;
+
+ALTER FUNCTION datatable_roles.conninfo_for(p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.conninfo_value(p_value text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT
+    AS $$
+    SELECT '''' || replace(replace(p_value, '\', '\\'), '''', '\''') || ''''
+$$;
+
+ALTER FUNCTION datatable_roles.conninfo_value(p_value text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.databases_holding(p_login text) RETURNS TABLE(datname text, admin_login text)
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -128,6 +188,7 @@ BEGIN
         || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
         || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
         d.id AS entry_id, g.id, g.workspace, g.name, g.dbname, g.admin_login, g.admin_password,
+        g.admin_verifier,
         g.default_role, g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
     INTO h
     FROM datatable_roles.job_perms AS j
@@ -312,7 +373,15 @@ BEGIN
 
     -- R6/R7: the login that holds exactly the result.
     IF result.refused_case IS NULL THEN
-        IF is_admin THEN
+        IF is_admin AND h.admin_verifier IS NOT NULL
+            AND NOT datatable_roles.verifier_is(h.admin_login, h.admin_verifier) THEN
+            -- Never hand out a password known not to work.
+            result.refused_case := 'admin_password';
+            result.refused_message := format(
+                'data table %s: the password of its admin login %s was changed outside the package',
+                label, h.admin_login);
+            result.refused_hint := 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
+        ELSIF is_admin THEN
             result.role_ids := '{}';
             result.role_names := '{admin}';
             result.login_kind := 'admin';
@@ -322,7 +391,7 @@ BEGIN
             SELECT s.ids, s.names, l.kind, l.login, l.password
             INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password
             FROM datatable_roles.roles_of(ids) AS s
-            CROSS JOIN LATERAL datatable_roles.login_of_roles(s.ids) AS l;
+            CROSS JOIN LATERAL datatable_roles.login_of_roles(h.dbname, s.ids) AS l;
         END IF;
     END IF;
     IF p_trace THEN
@@ -334,20 +403,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) RETURNS TABLE(id bigint, name text, password text, enabled boolean, tenants text[], held boolean, viewer_may_add boolean)
+CREATE FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) RETURNS TABLE(id bigint, name text, enabled boolean, tenants text[], held boolean, viewer_may_add boolean)
     LANGUAGE sql STABLE
     AS $$
-    SELECT c.id, c.name, c.password, c.enabled, c.tenants, c.held, EXISTS (
+    SELECT c.id, c.name, c.enabled, c.tenants, c.held, EXISTS (
         SELECT FROM datatable_roles.datatable_role AS m
         WHERE m.datatable_id = p_datatable_id AND m.tenants <> '{}'
             AND (m.role_id IS DISTINCT FROM c.id OR NOT c.held)
             AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
     )
     FROM (
-        SELECT d.id, d.name, d.password, d.enabled, d.tenants, coalesce(d.held, false) AS held
+        SELECT d.id, d.name, d.enabled, d.tenants, coalesce(d.held, false) AS held
         FROM (SELECT) AS one
         LEFT JOIN (
-            SELECT r.id, r.name, r.password, r.enabled, m.tenants,
+            SELECT r.id, r.name, r.enabled, m.tenants,
                 r.enabled AND datatable_roles.may_use(p_ident_admin, p_ident_keys, m.tenants) AS held
             FROM datatable_roles.catalog_role AS r
             JOIN datatable_roles.datatable_role AS m
@@ -404,47 +473,35 @@ BEGIN
             n := n + datatable_roles.end_sessions_of(stray);
         END IF;
     END LOOP;
-    FOR stray IN
-        SELECT r.name FROM datatable_roles.catalog_role AS r
-        WHERE NOT r.enabled ORDER BY r.id
-        FOR SHARE SKIP LOCKED
-    LOOP
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = stray AND NOT pr.rolcanlogin) THEN
-            n := n + datatable_roles.end_sessions_of(stray);
-        END IF;
-    END LOOP;
     RETURN n;
 END;
 $$;
 
 ALTER FUNCTION datatable_roles.end_stray_sessions() OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) RETURNS record
+CREATE FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
-    taken pg_roles;
-    fresh_password text;
-    names text [];
+    made record;
 BEGIN
-    login := datatable_roles.set_login_name(p_role_ids);
-    SELECT u.password INTO password FROM datatable_roles.usable_set_login(p_role_ids) AS u;
+    login := datatable_roles.set_login_name(p_dbname, p_role_ids);
+    SELECT u.password INTO password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u;
     IF password IS NOT NULL THEN
         RETURN;
     END IF;
     -- Lock the roles' catalog rows before the login's lock (the order
     -- retirement takes them too): a role being disabled or dropped right now
     -- is either seen here, and the resolve fails with a clear error, or waits
-    -- for this commit and then retires the login made here. Without it such a
-    -- login was made, with LOGIN, after the retirement had looked for it.
+    -- for this commit and then retires the login made here.
     IF cardinality(ARRAY(
         SELECT r.id FROM datatable_roles.catalog_role AS r
         WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE
     )) <> cardinality(p_role_ids) THEN
-        RAISE EXCEPTION 'a role of set login % was disabled or dropped while resolving; retry', login
+        RAISE EXCEPTION 'a role of login % was disabled or dropped while resolving; retry', login
             USING ERRCODE = 'serialization_failure';
     END IF;
     -- Serialise makers of this login (and the sweep and retirement of it);
@@ -453,11 +510,7 @@ BEGIN
     SELECT l.* INTO live FROM datatable_roles.live_set_login(login) AS l;
     IF FOUND THEN
         -- The daily touch, only under the login's lock: a row is only ever
-        -- locked after that lock, as the sweep and retirement do. (Touching
-        -- first, an UPDATE that lost its recheck against a sweep kept the row
-        -- locked and then waited for the lock the sweep held: a deadlock.)
-        -- Under the lock, a sweep or retirement is either done (then the row
-        -- says so) or has not started.
+        -- locked after that lock, as the sweep and retirement do.
         IF now_ts - live.last_used_at
             >= (SELECT s.touch_every FROM datatable_roles.settings AS s) THEN
             UPDATE datatable_roles.datatable_role_set AS s SET last_used_at = now_ts
@@ -466,64 +519,21 @@ BEGIN
         password := live.password;
         RETURN;
     END IF;
-
-    names := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
-        WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
-    fresh_password := datatable_roles.new_password();
-    BEGIN
-        SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = login;
-        IF FOUND THEN
-            -- A login without a usable row: take it back, stripped of any
-            -- attribute it may have been given (one a superuser gave it,
-            -- SUPERUSER, REPLICATION or BYPASSRLS, makes this ALTER fail).
-            -- Only attributes to change are named: from 16 on, naming one the
-            -- owner lacks (NOCREATEDB) is refused.
-            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT%s%s PASSWORD %L', login,
-                CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
-                CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
-                datatable_roles.verifier_for(fresh_password));
-            PERFORM datatable_roles.fault_point('rekey:after_alter_role');
-            PERFORM datatable_roles.reset_memberships(login, names);
-        ELSE
-            -- The owner is not made a member: its membership list would grow
-            -- with every set login, and PostgreSQL recomputes it, at a cost
-            -- quadratic in its length, after every role change. The sweep
-            -- makes it a member only of a login that owns something to move.
-            EXECUTE format(
-                'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
-                || ' PASSWORD %L IN ROLE %s',
-                login, datatable_roles.verifier_for(fresh_password),
-                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
-            PERFORM datatable_roles.fault_point('create:after_create_role');
-        END IF;
-    EXCEPTION
-        WHEN unique_violation OR duplicate_object THEN
-            RAISE EXCEPTION 'set login % was created concurrently; retry', login
-                USING ERRCODE = 'serialization_failure';
-        WHEN insufficient_privilege THEN
-            -- From 16 on, a CREATEROLE owner may grant and alter only the
-            -- roles it holds with ADMIN OPTION: those it made (on 16+). A
-            -- login made by someone else is not adopted.
-            RAISE EXCEPTION 'the package owner may not % set login %: %',
-                CASE WHEN taken.rolname IS NULL THEN 'make' ELSE 'take back' END, login, SQLERRM
-                USING ERRCODE = 'insufficient_privilege',
-                      HINT = CASE WHEN taken.rolname IS NULL
-                          THEN 'After pg_upgrade from PostgreSQL 15, run sql/after-pg-upgrade.sql as a superuser.'
-                          ELSE format('If it was not made by the package owner, as a superuser: DROP ROLE %I (it is'
-                              || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION. After pg_upgrade'
-                              || ' from PostgreSQL 15, run sql/after-pg-upgrade.sql.', login, login, current_user)
-                      END;
-    END;
-    INSERT INTO datatable_roles.datatable_role_set AS s (login, role_ids, password, created_at, last_used_at)
-    VALUES (login, p_role_ids, fresh_password, now_ts, now_ts)
+    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids) AS m;
+    INSERT INTO datatable_roles.datatable_role_set AS s (
+        login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at
+    )
+    VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts)
     ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
-    SET role_ids = excluded.role_ids, password = excluded.password, last_used_at = excluded.last_used_at;
+    SET role_ids = excluded.role_ids, dbname = excluded.dbname, password = excluded.password,
+        verifier = excluded.verifier, last_used_at = excluded.last_used_at,
+        rotated_at = excluded.rotated_at;
     PERFORM datatable_roles.fault_point('create:after_row');
-    password := fresh_password;
+    password := made.password;
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) RETURNS void
     LANGUAGE plpgsql
@@ -531,22 +541,21 @@ CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) RETU
     AS $$
 DECLARE
     link datatable_roles.link_credential;
-    conninfo text;
 BEGIN
-    SELECT c.* INTO link FROM datatable_roles.link_credential AS c;
-    conninfo := format('host=%s port=%s dbname=%s user=%s password=%s',
-        quote_literal((SELECT s.link_host FROM datatable_roles.settings AS s)),
-        quote_literal(current_setting('port')), quote_literal(p_dbname),
-        quote_literal(link.login), quote_literal(link.password));
+    -- FOR SHARE: a rotation of the link login's password (rotate_link_login)
+    -- commits first, or waits for this transaction.
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
     -- A cancel (statement_timeout) is not caught below: it can leave the named
     -- connection open in this session, and every later move here would fail
     -- with "duplicate connection name". Close such a leftover first.
     IF 'datatable_roles_link' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
     END IF;
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link', conninfo);
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link',
+        datatable_roles.conninfo_for(p_dbname, link.login, link.password));
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link', p_sql);
+        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link',
+            'SET search_path = pg_catalog, pg_temp; ' || p_sql);
     EXCEPTION WHEN OTHERS THEN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
         RAISE;
@@ -590,6 +599,8 @@ BEGIN
         || ' public.resolve_datatable_role(uuid, text, text, boolean),'
         || ' public.explain_datatable_role(uuid, text, text),'
         || ' public.cached_result_path(uuid, text, jsonb) TO %I', p_worker);
+    -- sql/bootstrap.sql took CONNECT on this database from PUBLIC.
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_worker);
     INSERT INTO datatable_roles.worker_role (name) VALUES (p_worker) ON CONFLICT DO NOTHING;
 END;
 $$;
@@ -621,16 +632,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) RETURNS boolean
+CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-    SELECT p_last_used_at < p_cutoff OR (p_password = '' AND EXISTS (
+    SELECT p_last_used_at < p_cutoff OR (p_password = '' AND (p_dbname IS NULL OR EXISTS (
         SELECT FROM unnest(p_role_ids) AS i (id)
-        WHERE NOT EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.id = i.id)
-    ))
+        WHERE NOT EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+            WHERE m.role_id = i.id AND d.dbname = p_dbname
+        )
+    )))
 $$;
 
-ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.link_holds(p_role text) RETURNS boolean
     LANGUAGE sql STABLE
@@ -663,7 +678,7 @@ CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(passw
     FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login
         AND s.password <> ''
-        AND (SELECT pr.rolcanlogin FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = s.login)
+        AND datatable_roles.login_intact(s.login, s.verifier, s.dbname)
 $$;
 
 ALTER FUNCTION datatable_roles.live_set_login(p_login text) OWNER TO dtr_owner;
@@ -676,19 +691,153 @@ $$;
 
 ALTER FUNCTION datatable_roles.lock_set_login(p_login text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.login_of_roles(p_role_ids bigint[]) RETURNS TABLE(kind text, login text, password text)
-    LANGUAGE sql STABLE
+CREATE FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_password text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
-    SELECT 'role', r.name, r.password
-    FROM datatable_roles.catalog_role AS r
-    WHERE cardinality(p_role_ids) = 1 AND r.id = p_role_ids[1]
-    UNION ALL
-    SELECT 'set', n.login, (SELECT u.password FROM datatable_roles.usable_set_login(p_role_ids) AS u)
-    FROM datatable_roles.set_login_of(p_role_ids) AS n
-    WHERE cardinality(p_role_ids) > 1
+BEGIN
+    IF 'datatable_roles_try' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
+    END IF;
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_try',
+        datatable_roles.conninfo_for(p_dbname, p_login, p_password));
+    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
+    RETURN NULL;
+EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
+    OR invalid_authorization_specification THEN
+    RETURN coalesce(nullif(split_part(SQLERRM, E'\n', 1), ''), SQLSTATE);
+END;
 $$;
 
-ALTER FUNCTION datatable_roles.login_of_roles(p_role_ids bigint[]) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.login_group() RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT s.login_group FROM datatable_roles.settings AS s
+$$;
+
+ALTER FUNCTION datatable_roles.login_group() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_roles AS pr
+        WHERE pr.rolname = p_login AND pr.rolcanlogin AND pr.rolinherit
+            AND NOT (pr.rolsuper OR pr.rolcreatedb OR pr.rolcreaterole OR pr.rolreplication
+                OR pr.rolbypassrls)
+            AND pr.rolconnlimit = -1 AND pr.rolconfig IS NULL
+            AND coalesce(pr.rolvaliduntil, 'infinity') = 'infinity'
+            AND NOT EXISTS (
+                SELECT FROM pg_catalog.pg_db_role_setting AS rs
+                WHERE rs.setrole = pr.oid AND rs.setdatabase = (
+                    SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
+                )
+            )
+    ) AND datatable_roles.verifier_is(p_login, p_verifier)
+$$;
+
+ALTER FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(kind text, login text, password text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN cardinality(p_role_ids) = 1 THEN 'role' ELSE 'set' END, n.login,
+        (SELECT u.password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u)
+    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
+$$;
+
+ALTER FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_db_role_setting AS rs
+        JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+        LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
+        WHERE pr.rolname = p_login AND rs.setdatabase <> 0 AND pd.datname IS DISTINCT FROM p_dbname
+    )
+$$;
+
+ALTER FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    taken pg_roles;
+    names text [] := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
+        WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
+    db text;
+BEGIN
+    password := datatable_roles.new_password();
+    verifier := datatable_roles.verifier_for(password);
+    BEGIN
+        SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
+        IF FOUND THEN
+            -- Only attributes to change are named: from 16 on, naming one the
+            -- owner lacks (NOCREATEDB) is refused. One a superuser gave it
+            -- (SUPERUSER, REPLICATION, BYPASSRLS) makes this fail.
+            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT%s%s%s%s PASSWORD %L', p_login,
+                CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
+                CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
+                CASE WHEN taken.rolconnlimit <> -1 THEN ' CONNECTION LIMIT -1' ELSE '' END,
+                CASE WHEN coalesce(taken.rolvaliduntil, 'infinity') <> 'infinity'
+                    THEN ' VALID UNTIL ''infinity''' ELSE '' END,
+                verifier);
+            PERFORM datatable_roles.fault_point('rekey:after_alter_role');
+            IF taken.rolconfig IS NOT NULL THEN
+                EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
+            END IF;
+            FOR db IN
+                SELECT pd.datname FROM pg_db_role_setting AS rs
+                JOIN pg_database AS pd ON pd.oid = rs.setdatabase
+                WHERE rs.setrole = taken.oid
+            LOOP
+                EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
+            END LOOP;
+            PERFORM datatable_roles.reset_memberships(p_login, names);
+        ELSE
+            -- The owner is not made a member: its membership list would grow
+            -- with every login, and PostgreSQL recomputes it, at a cost
+            -- quadratic in its length, after every role change.
+            EXECUTE format(
+                'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
+                || ' PASSWORD %L IN ROLE %s',
+                p_login, verifier,
+                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
+            PERFORM datatable_roles.fault_point('create:after_create_role');
+            EXECUTE format('GRANT %I TO %I%s', datatable_roles.login_group(), p_login,
+                CASE WHEN datatable_roles.pg16_or_later()
+                    THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
+        END IF;
+        -- Its one direct privilege: catalog roles have CONNECT nowhere.
+        EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', p_dbname, p_login);
+    EXCEPTION
+        WHEN unique_violation OR duplicate_object THEN
+            RAISE EXCEPTION 'login % was created concurrently; retry', p_login
+                USING ERRCODE = 'serialization_failure';
+        WHEN insufficient_privilege THEN
+            -- From 16 on, a CREATEROLE owner may grant and alter only the
+            -- roles it holds with ADMIN OPTION: those it made (on 16+). A
+            -- login made by someone else is not adopted.
+            RAISE EXCEPTION 'the package owner may not % login %: %',
+                CASE WHEN taken.rolname IS NULL THEN 'make' ELSE 'take back' END, p_login, SQLERRM
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = CASE WHEN taken.rolname IS NULL
+                          THEN 'After pg_upgrade from PostgreSQL 15, run sql/after-pg-upgrade.sql as a superuser.'
+                          ELSE format('If it was not made by the package owner, as a superuser: DROP ROLE %I (it is'
+                              || ' made again on next use), or GRANT %I TO %I WITH ADMIN OPTION. After pg_upgrade'
+                              || ' from PostgreSQL 15, run sql/after-pg-upgrade.sql.', p_login, p_login, current_user)
+                      END;
+    END;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) RETURNS boolean
     LANGUAGE sql IMMUTABLE
@@ -730,23 +879,17 @@ CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     AS $_$
 DECLARE
     db record;
-    statements text;
     failed text [] := '{}'::text [];
 BEGIN
     FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
     LOOP
-        IF db.admin_login IS NULL THEN
-            failed := failed || format('%s: not a data table database', db.datname);
-            CONTINUE;
-        END IF;
-        statements := format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
-            p_login, db.admin_login);
         BEGIN
-            IF db.datname = current_database() THEN
-                EXECUTE statements;
-            ELSE
-                PERFORM datatable_roles.exec_in_database(db.datname, statements);
-            END IF;
+            PERFORM datatable_roles.exec_in_database(db.datname, CASE
+                WHEN db.admin_login IS NULL THEN format('DROP OWNED BY %I', p_login)
+                ELSE datatable_roles.quarantine_statements(p_login, db.admin_login)
+                    || format('; REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
+                        p_login, db.admin_login)
+            END);
         EXCEPTION WHEN OTHERS THEN
             failed := failed || format('%s: %s', db.datname, SQLERRM);
         END;
@@ -807,6 +950,7 @@ CREATE TABLE datatable_roles.datatable (
     admin_password text,
     default_role text,
     admin_tenants text[] DEFAULT '{}'::text[] NOT NULL,
+    admin_verifier text,
     CONSTRAINT datatable_check CHECK (((governing_id IS NULL) = ((dbname IS NOT NULL) AND (admin_login IS NOT NULL) AND (admin_password IS NOT NULL) AND (default_role IS NOT NULL))))
 );
 
@@ -859,7 +1003,6 @@ CREATE TABLE datatable_roles.catalog_role (
     id bigint NOT NULL,
     name text NOT NULL,
     enabled boolean DEFAULT true NOT NULL,
-    password text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
@@ -926,29 +1069,71 @@ CREATE FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[])
 DECLARE
     held text;
     wanted text;
+    grp text := datatable_roles.login_group();
 BEGIN
     FOR held IN
         SELECT g.rolname FROM pg_auth_members AS am
         JOIN pg_roles AS g ON g.oid = am.roleid
         JOIN pg_roles AS m ON m.oid = am.member
-        WHERE m.rolname = p_login AND NOT g.rolname = ANY(p_wanted)
+        WHERE m.rolname = p_login AND NOT g.rolname = ANY(p_wanted || grp)
     LOOP
         EXECUTE format('REVOKE %I FROM %I', held, p_login);
     END LOOP;
-    FOREACH wanted IN ARRAY p_wanted LOOP
+    FOREACH wanted IN ARRAY p_wanted || grp LOOP
         IF NOT EXISTS (
             SELECT FROM pg_auth_members AS am
             JOIN pg_roles AS g ON g.oid = am.roleid
             JOIN pg_roles AS m ON m.oid = am.member
             WHERE m.rolname = p_login AND g.rolname = wanted
         ) THEN
-            EXECUTE format('GRANT %I TO %I', wanted, p_login);
+            EXECUTE format('GRANT %I TO %I%s', wanted, p_login,
+                CASE WHEN wanted = grp AND datatable_roles.pg16_or_later()
+                    THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
         END IF;
     END LOOP;
 END;
 $$;
 
 ALTER FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    retired text;
+    was_live boolean;
+    n integer := 0;
+BEGIN
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id FOR UPDATE;
+    FOR retired IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[p_role_id]
+            AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname)
+        ORDER BY s.login
+    LOOP
+        PERFORM datatable_roles.lock_set_login(retired);
+        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
+        WHERE s.login = retired AND s.password <> '';
+        was_live := FOUND;
+        PERFORM datatable_roles.fault_point('retire:after_row');
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
+            EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
+            was_live := true;
+        END IF;
+        PERFORM datatable_roles.end_sessions_of(retired);
+        -- Until this transaction commits the login can still log in; whoever
+        -- does so now is ended by the next sweep (end_stray_sessions).
+        PERFORM datatable_roles.fault_point('retire:after_end_sessions');
+        IF was_live THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) RETURNS TABLE(ids bigint[], names text[])
     LANGUAGE sql STABLE
@@ -960,6 +1145,74 @@ CREATE FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) RETURNS TABLE(ids 
 $$;
 
 ALTER FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.rotate_link_login() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    link datatable_roles.link_credential;
+    fresh text := datatable_roles.new_password();
+    fresh_verifier text := datatable_roles.verifier_for(fresh);
+BEGIN
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR UPDATE;
+    IF link.verifier IS NOT NULL AND datatable_roles.verifier_is(link.login, link.verifier)
+        AND link.rotated_at >= (SELECT datatable_roles.clock_now())
+            - (SELECT s.rotate_every FROM datatable_roles.settings AS s) THEN
+        RETURN;
+    END IF;
+    EXECUTE format('ALTER ROLE %I PASSWORD %L', link.login, fresh_verifier);
+    UPDATE datatable_roles.link_credential
+    SET password = fresh, verifier = fresh_verifier,
+        rotated_at = (SELECT datatable_roles.clock_now());
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.rotate_link_login() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.rotate_or_heal(p_login text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    row_now datatable_roles.datatable_role_set;
+    made record;
+    outcome text;
+BEGIN
+    PERFORM datatable_roles.lock_set_login(p_login);
+    SELECT s.* INTO row_now FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password <> '' AND s.dbname IS NOT NULL;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF NOT datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname)
+        OR datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname) THEN
+        outcome := 'healed';
+    ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
+        - (SELECT st.rotate_every FROM datatable_roles.settings AS st) THEN
+        outcome := 'rotated';
+    ELSE
+        RETURN NULL;
+    END IF;
+    -- A role of the set disabled or dropped meanwhile: retirement's, not ours.
+    IF EXISTS (
+        SELECT FROM unnest(row_now.role_ids) AS i (id)
+        WHERE NOT EXISTS (
+            SELECT FROM datatable_roles.catalog_role AS r WHERE r.id = i.id AND r.enabled
+        )
+    ) THEN
+        RETURN NULL;
+    END IF;
+    SELECT m.* INTO made FROM datatable_roles.make_login(row_now.login, row_now.dbname, row_now.role_ids) AS m;
+    UPDATE datatable_roles.datatable_role_set AS s
+    SET password = made.password, verifier = made.verifier,
+        rotated_at = (SELECT datatable_roles.clock_now())
+    WHERE s.login = p_login;
+    RETURN outcome;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.rotate_or_heal(p_login text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) RETURNS text
     LANGUAGE plpgsql STRICT
@@ -991,22 +1244,22 @@ $_$;
 
 ALTER FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) RETURNS text
+CREATE FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    RETURN (SELECT n.login FROM datatable_roles.set_login_of(p_role_ids) AS n);
+    RETURN (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n);
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) RETURNS TABLE(login text)
+CREATE FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text)
     LANGUAGE sql STABLE
     AS $$
     SELECT 'wm_set_' || left(encode(sha256(convert_to(
-        s.instance_id::text || ':'
+        s.instance_id::text || ':' || p_dbname || ':'
         || (
             SELECT string_agg(ids.i::text, ',' ORDER BY ids.i)
             FROM (SELECT DISTINCT unnest(p_role_ids) AS i) AS ids
@@ -1016,7 +1269,7 @@ CREATE FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) RETURNS TABLE(
     FROM datatable_roles.settings AS s
 $$;
 
-ALTER FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
     LANGUAGE sql STABLE
@@ -1026,6 +1279,8 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
         'instance_id', st.instance_id,
         'unused_after', st.unused_after::text,
         'touch_every', st.touch_every::text,
+        'rotate_every', st.rotate_every::text,
+        'login_group', st.login_group,
         'clock_offset', st.clock_offset::text,
         'now', c.now,
         'datatables', coalesce((
@@ -1035,6 +1290,8 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
             ELSE jsonb_build_object(
                 'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
                 'admin_login', d.admin_login,
+                'admin_password_ok', CASE WHEN d.admin_verifier IS NOT NULL
+                    THEN datatable_roles.verifier_is(d.admin_login, d.admin_verifier) END,
                 'default_role', nullif(d.default_role, datatable_roles.no_default()),
                 'default_is_admin', d.default_role = 'admin',
                 'roles', jsonb_build_array(jsonb_build_object(
@@ -1070,8 +1327,12 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 'idle_seconds', extract(EPOCH FROM c.now - s.last_used_at),
                 'active', s.password <> '',
                 'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login),
-                'stale', datatable_roles.is_sweepable(
-                    s.last_used_at, s.password, s.role_ids, datatable_roles.sweep_cutoff(null)))
+                'database', s.dbname,
+                'rotated_at', s.rotated_at,
+                'intact', s.password <> ''
+                    AND datatable_roles.login_intact(s.login, s.verifier, s.dbname),
+                'stale', datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname,
+                    s.role_ids, datatable_roles.sweep_cutoff(null)))
                 ORDER BY s.last_used_at DESC, s.login)
             FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
     FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)
@@ -1085,7 +1346,7 @@ CREATE FUNCTION datatable_roles.sweep_candidates(p_unused_for interval DEFAULT N
     SELECT s.login
     FROM datatable_roles.datatable_role_set AS s,
         datatable_roles.sweep_cutoff(p_unused_for) AS c (cutoff)
-    WHERE datatable_roles.is_sweepable(s.last_used_at, s.password, s.role_ids, c.cutoff)
+    WHERE datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, c.cutoff)
     ORDER BY s.login
 $$;
 
@@ -1142,6 +1403,96 @@ $$;
 
 ALTER FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.sweep_pending(p_state jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT p_state ->> 'phase' <> 'done'
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_pending(p_state jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_report(p_state jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT jsonb_build_object('examined', p_state -> 'examined', 'dropped', p_state -> 'dropped',
+        'skipped', p_state -> 'skipped', 'unfinished', p_state -> 'unfinished',
+        'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed')
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_report(p_state jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_start(p_unused_for interval) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT jsonb_build_object(
+        'cutoff', datatable_roles.sweep_cutoff(p_unused_for),
+        'phase', 'take_away', 'i', 0,
+        'victims', v.victims, 'examined', jsonb_array_length(v.victims),
+        'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0)
+    FROM (SELECT to_jsonb(ARRAY(SELECT datatable_roles.sweep_candidates(p_unused_for))) AS victims) AS v
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_start(p_unused_for interval) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_step(p_state jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    st jsonb := p_state;
+    phase text := p_state ->> 'phase';
+    i integer := (p_state ->> 'i')::integer;
+    victim text := p_state -> 'victims' ->> i;
+    finish record;
+    outcome text;
+BEGIN
+    IF phase = 'take_away' AND victim IS NULL THEN
+        -- Every live login due for rotation, or changed by someone else.
+        RETURN st || jsonb_build_object('phase', 'maintain', 'i', 0, 'victims', to_jsonb(ARRAY(
+            SELECT s.login FROM datatable_roles.datatable_role_set AS s
+            WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
+                s.rotated_at < (SELECT datatable_roles.clock_now())
+                    - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
+                OR NOT datatable_roles.login_intact(s.login, s.verifier, s.dbname)
+                OR datatable_roles.login_settings_elsewhere(s.login, s.dbname))
+            ORDER BY s.login)));
+    ELSIF phase = 'take_away' THEN
+        IF datatable_roles.sweep_take_away(victim, (st ->> 'cutoff')::timestamptz) THEN
+            RETURN st || jsonb_build_object('phase', 'drop');
+        END IF;
+        RETURN st || jsonb_build_object('i', i + 1, 'skipped', (st ->> 'skipped')::integer + 1);
+    ELSIF phase = 'drop' THEN
+        PERFORM datatable_roles.fault_point('sweep:after_take_away');
+        SELECT * INTO finish FROM datatable_roles.sweep_drop(victim);
+        st := st || jsonb_build_object('phase', 'take_away', 'i', i + 1);
+        IF finish.outcome = 'unfinished' THEN
+            RETURN st || jsonb_build_object('unfinished', (st -> 'unfinished')
+                || jsonb_build_object('login', victim, 'reason', finish.reason));
+        END IF;
+        RETURN st || jsonb_build_object(finish.outcome, (st ->> finish.outcome)::integer + 1);
+    ELSIF phase = 'maintain' AND victim IS NOT NULL THEN
+        outcome := datatable_roles.rotate_or_heal(victim);
+        st := st || jsonb_build_object('i', i + 1);
+        IF outcome IS NOT NULL THEN
+            st := st || jsonb_build_object(outcome, (st ->> outcome)::integer + 1);
+        END IF;
+        RETURN st;
+    ELSIF phase = 'maintain' THEN
+        PERFORM datatable_roles.rotate_link_login();
+        RETURN st || jsonb_build_object('phase', 'stray');
+    ELSIF phase = 'stray' THEN
+        PERFORM datatable_roles.end_stray_sessions();
+        RETURN st || jsonb_build_object('phase', 'done');
+    END IF;
+    RETURN st;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_step(p_state jsonb) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1150,7 +1501,7 @@ BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
-        AND datatable_roles.is_sweepable(s.last_used_at, s.password, s.role_ids, p_cutoff);
+        AND datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff);
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -1173,59 +1524,17 @@ $$;
 
 ALTER FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $$
-DECLARE
-    role_name text;
-    role_oid oid;
-    db record;
-BEGIN
-    SELECT r.name INTO role_name FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id;
-    SELECT pr.oid INTO role_oid FROM pg_roles AS pr WHERE pr.rolname = role_name;
-    IF role_oid IS NULL THEN
-        RETURN;
-    END IF;
-    FOR db IN
-        SELECT
-            d.dbname,
-            bool_or(m.role_id IS NOT NULL AND r.enabled) AS wanted,
-            EXISTS (
-                SELECT FROM pg_database AS pd, aclexplode(pd.datacl) AS acl
-                WHERE pd.datname = d.dbname AND acl.grantee = role_oid
-                    AND acl.privilege_type = 'CONNECT'
-            ) AS held
-        FROM datatable_roles.datatable AS d
-        LEFT JOIN datatable_roles.datatable_role AS m
-            ON m.datatable_id = d.id AND m.role_id = p_role_id
-        LEFT JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-        WHERE d.dbname IS NOT NULL
-        GROUP BY d.dbname
-    LOOP
-        IF db.wanted AND NOT db.held THEN
-            EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', db.dbname, role_name);
-        ELSIF NOT db.wanted AND db.held THEN
-            EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM %I', db.dbname, role_name);
-        END IF;
-    END LOOP;
-END;
-$$;
-
-ALTER FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) OWNER TO dtr_owner;
-
-CREATE FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) RETURNS TABLE(login text, password text)
+CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text, password text)
     LANGUAGE sql STABLE
     AS $$
     SELECT n.login, l.password
-    FROM datatable_roles.set_login_of(p_role_ids) AS n
+    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
     CROSS JOIN LATERAL datatable_roles.live_set_login(n.login) AS l
     CROSS JOIN datatable_roles.clock_now() AS c (now)
-    WHERE cardinality(p_role_ids) > 1
-        AND c.now - l.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
+    WHERE c.now - l.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
 $$;
 
-ALTER FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
     LANGUAGE sql
@@ -1236,6 +1545,14 @@ CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
 $$;
 
 ALTER FUNCTION datatable_roles.verifier_for(p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(datatable_roles_guard.verifier_is(p_role, p_verifier), false)
+$$;
+
+ALTER FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) RETURNS TABLE(username text, ids bigint[])
     LANGUAGE sql STABLE
@@ -1350,7 +1667,8 @@ BEGIN
     RETURN format('%s/cache/%s', job.workspace, encode(sha256(convert_to(
         jsonb_build_array(
             job.workspace, cached_result_path.runnable,
-            coalesce(cached_result_path.args, 'null'::jsonb), lower(job.end_user_email)
+            coalesce(cached_result_path.args, 'null'::jsonb), job.permissioned_as,
+            lower(job.end_user_email)
         )::text, 'UTF8'
     )), 'hex'));
 END;
@@ -1364,7 +1682,6 @@ CREATE FUNCTION public.create_datatable_role(name text) RETURNS bigint
     AS $$
 DECLARE
     role_name text := create_datatable_role.name;
-    new_password text := datatable_roles.new_password();
     new_id bigint;
 BEGIN
     PERFORM public.validate_role_name(role_name);
@@ -1377,16 +1694,14 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Role names are cluster-wide; choose another name.';
     END IF;
-    INSERT INTO datatable_roles.catalog_role (name, password)
-    VALUES (role_name, new_password)
-    RETURNING id INTO new_id;
+    INSERT INTO datatable_roles.catalog_role (name) VALUES (role_name) RETURNING id INTO new_id;
     -- The link login is made a member so that it may later move what the role
     -- owns in each data table database (REASSIGN OWNED needs the privileges
     -- of both roles). The owner, its creator, holds ADMIN on it from 16 on.
     BEGIN
         EXECUTE format(
-            'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L ROLE %I',
-            role_name, datatable_roles.verifier_for(new_password), datatable_roles.link_login()
+            'CREATE ROLE %I WITH NOLOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION ROLE %I',
+            role_name, datatable_roles.link_login()
         );
     EXCEPTION WHEN reserved_name THEN
         RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)
@@ -1406,17 +1721,8 @@ DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
     failed text [];
 BEGIN
-    -- Refuse before moving anything when some database cannot be handled.
-    failed := ARRAY(SELECT format('%s: not a data table database', h.datname)
-        FROM datatable_roles.databases_holding(target.name) AS h WHERE h.admin_login IS NULL);
-    IF failed <> '{}' THEN
-        RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
-            array_to_string(failed, '; ')
-            USING ERRCODE = 'dependent_objects_still_exist',
-                  HINT = 'Revoke its privileges and move what it owns there, then drop it again.';
-    END IF;
-    -- Then, in sessions of their own: DROP OWNED there also revokes the
-    -- role's CONNECT grants, rows this transaction must not hold meanwhile.
+    -- In sessions of their own: DROP OWNED there also revokes the role's
+    -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);
     IF failed <> '{}' THEN
         RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
@@ -1429,7 +1735,6 @@ BEGIN
     UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
     WHERE d.default_role = target.name;
     DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
     DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
     PERFORM datatable_roles.end_sessions_of(target.name);
     BEGIN
@@ -1601,7 +1906,7 @@ DECLARE
 BEGIN
     PERFORM datatable_roles.require_workspace(ws);
     PERFORM datatable_roles.check_name('datatable', register_datatable.name);
-    PERFORM datatable_roles.require(register_datatable.dbname, 'dbname');
+    PERFORM datatable_roles.check_dbname(register_datatable.dbname);
     PERFORM datatable_roles.require(register_datatable.admin_login, 'admin_login');
     PERFORM datatable_roles.require(register_datatable.admin_password, 'admin_password');
     IF register_datatable.admin_password = '' THEN
@@ -1662,10 +1967,20 @@ BEGIN
         END IF;
         EXECUTE format('GRANT %I TO %I', register_datatable.admin_login, datatable_roles.link_login());
     END IF;
-    INSERT INTO datatable_roles.datatable (workspace, name, dbname, admin_login, admin_password, default_role)
+    INSERT INTO datatable_roles.datatable (
+        workspace, name, dbname, admin_login, admin_password, admin_verifier, default_role
+    )
     VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,
-        register_datatable.admin_password, 'admin')
+        register_datatable.admin_password, datatable_roles.adopt_admin_password(
+            register_datatable.dbname, register_datatable.admin_login, register_datatable.admin_password),
+        'admin')
     RETURNING id INTO new_id;
+    -- Other data tables of the same admin login take the password just
+    -- proven and the verifier just set (theirs no longer match).
+    UPDATE datatable_roles.datatable AS d
+    SET admin_password = n.admin_password, admin_verifier = n.admin_verifier
+    FROM datatable_roles.datatable AS n
+    WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
     EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
     RETURN new_id;
 END;
@@ -1698,7 +2013,13 @@ BEGIN
     END IF;
     UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
     WHERE d.id = entry.id AND d.default_role = target.name;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
+    IF NOT EXISTS (
+        SELECT FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+        WHERE m.role_id = target.id AND d.dbname = entry.dbname
+    ) THEN
+        PERFORM datatable_roles.retire_logins_holding(target.id, entry.dbname);
+    END IF;
 END;
 $$;
 
@@ -1798,7 +2119,11 @@ BEGIN
     END IF;
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
-    IF d.refused_case IS NOT NULL THEN
+    IF d.refused_case = 'admin_password' THEN
+        RAISE EXCEPTION '%', d.refused_message
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = d.refused_hint,
+                  CONSTRAINT = d.refused_case;
+    ELSIF d.refused_case IS NOT NULL THEN
         RAISE EXCEPTION '%', d.refused_message
             USING ERRCODE = 'insufficient_privilege', HINT = d.refused_hint,
                   DETAIL = format('refused by rule %s', d.refused_case),
@@ -1812,7 +2137,7 @@ BEGIN
     IF password IS NULL THEN
         -- A set login to touch, make or take back.
         SELECT s.login, s.password INTO login, password
-        FROM datatable_roles.ensure_set_login(d.role_ids) AS s;
+        FROM datatable_roles.ensure_set_login(d.dbname, d.role_ids) AS s;
     END IF;
 END;
 $$;
@@ -1823,39 +2148,33 @@ CREATE FUNCTION public.retire_role_set_logins_of(role text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
-DECLARE
-    target datatable_roles.catalog_role := datatable_roles.require_role(retire_role_set_logins_of.role);
-    retired text;
-    was_live boolean;
-    n integer := 0;
 BEGIN
-    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
-    FOR retired IN
-        SELECT s.login FROM datatable_roles.datatable_role_set AS s
-        WHERE s.role_ids @> array[target.id] ORDER BY s.login
-    LOOP
-        PERFORM datatable_roles.lock_set_login(retired);
-        UPDATE datatable_roles.datatable_role_set AS s SET password = ''
-        WHERE s.login = retired AND s.password <> '';
-        was_live := FOUND;
-        PERFORM datatable_roles.fault_point('retire:after_row');
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
-            EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
-            was_live := true;
-        END IF;
-        PERFORM datatable_roles.end_sessions_of(retired);
-        -- Until this transaction commits the login can still log in; whoever
-        -- does so now is ended by the next sweep (end_stray_sessions).
-        PERFORM datatable_roles.fault_point('retire:after_end_sessions');
-        IF was_live THEN
-            n := n + 1;
-        END IF;
-    END LOOP;
-    RETURN n;
+    RETURN datatable_roles.retire_logins_holding(
+        (datatable_roles.require_role(retire_role_set_logins_of.role)).id, NULL);
 END;
 $$;
 
 ALTER FUNCTION public.retire_role_set_logins_of(role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.set_datatable_admin_password(workspace text, name text, admin_password text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.require_governing_datatable(
+        set_datatable_admin_password.workspace, set_datatable_admin_password.name);
+    verifier text;
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_admin_password.admin_password, 'admin_password');
+    verifier := datatable_roles.adopt_admin_password(entry.dbname, entry.admin_login,
+        set_datatable_admin_password.admin_password);
+    UPDATE datatable_roles.datatable AS d
+    SET admin_password = set_datatable_admin_password.admin_password, admin_verifier = verifier
+    WHERE d.admin_login = entry.admin_login;
+END;
+$$;
+
+ALTER FUNCTION public.set_datatable_admin_password(workspace text, name text, admin_password text) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.set_datatable_default_role(workspace text, datatable text, role text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1898,24 +2217,16 @@ CREATE FUNCTION public.set_datatable_role_enabled(name text, enabled boolean) RE
     AS $$
 DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(set_datatable_role_enabled.name);
-    new_password text := datatable_roles.new_password();
 BEGIN
     PERFORM datatable_roles.require(set_datatable_role_enabled.enabled, 'enabled');
     IF set_datatable_role_enabled.enabled = target.enabled THEN
         RETURN;
     END IF;
-    IF set_datatable_role_enabled.enabled THEN
-        UPDATE datatable_roles.catalog_role AS r SET enabled = true, password = new_password
-        WHERE r.id = target.id;
-        EXECUTE format('ALTER ROLE %I WITH LOGIN PASSWORD %L',
-            target.name, datatable_roles.verifier_for(new_password));
-    ELSE
-        UPDATE datatable_roles.catalog_role AS r SET enabled = false WHERE r.id = target.id;
-        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', target.name);
-        PERFORM public.retire_role_set_logins_of(target.name);
-        PERFORM datatable_roles.end_sessions_of(target.name);
+    UPDATE datatable_roles.catalog_role AS r SET enabled = set_datatable_role_enabled.enabled
+    WHERE r.id = target.id;
+    IF NOT set_datatable_role_enabled.enabled THEN
+        PERFORM datatable_roles.retire_logins_holding(target.id, NULL);
     END IF;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
 END;
 $$;
 
@@ -1949,7 +2260,6 @@ BEGIN
     INSERT INTO datatable_roles.datatable_role AS m (datatable_id, role_id, tenants)
     VALUES (entry.id, target.id, clean)
     ON CONFLICT ON CONSTRAINT datatable_role_pkey DO UPDATE SET tenants = excluded.tenants;
-    PERFORM datatable_roles.sync_connect_grants(target.id);
 END;
 $$;
 
@@ -1997,36 +2307,13 @@ CREATE PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb DEFAULT 
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    cutoff timestamptz := datatable_roles.sweep_cutoff(unused_for);
-    victims text [];
-    victim text;
-    finish record;
-    dropped integer := 0;
-    skipped integer := 0;
-    unfinished jsonb := '[]'::jsonb;
+    state pg_catalog.jsonb := datatable_roles.sweep_start(unused_for);
 BEGIN
-    victims := ARRAY(SELECT datatable_roles.sweep_candidates(unused_for));
-    FOREACH victim IN ARRAY victims LOOP
-        IF NOT datatable_roles.sweep_take_away(victim, cutoff) THEN
-            skipped := skipped + 1;
-            COMMIT;
-            CONTINUE;
-        END IF;
+    WHILE datatable_roles.sweep_pending(state) LOOP
+        state := datatable_roles.sweep_step(state);
         COMMIT;
-        PERFORM datatable_roles.fault_point('sweep:after_take_away');
-        SELECT * INTO finish FROM datatable_roles.sweep_drop(victim);
-        COMMIT;
-        IF finish.outcome = 'dropped' THEN
-            dropped := dropped + 1;
-        ELSIF finish.outcome = 'skipped' THEN
-            skipped := skipped + 1;
-        ELSE
-            unfinished := unfinished || jsonb_build_object('login', victim, 'reason', finish.reason);
-        END IF;
     END LOOP;
-    PERFORM datatable_roles.end_stray_sessions();
-    report := jsonb_build_object('examined', cardinality(victims), 'dropped', dropped,
-        'skipped', skipped, 'unfinished', unfinished);
+    report := datatable_roles.sweep_report(state);
 END;
 $$;
 
@@ -2053,14 +2340,15 @@ BEGIN
             quote_literal(validate_role_name.name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF folded IN ('admin', 'postgres', 'public')
+    IF folded IN ('admin', 'postgres', 'public', 'current_user', 'current_role', 'session_user',
+            'user', 'all', 'none')
         OR starts_with(folded, 'pg_')
         OR starts_with(folded, 'wm_set_')
         OR starts_with(folded, 'windmill_')
         OR starts_with(folded, 'custom_instance_') THEN
         RAISE EXCEPTION 'role name % is reserved', quote_literal(validate_role_name.name)
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'admin, postgres, public and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
+                  HINT = 'admin, postgres, public, current_user, current_role, session_user, user, all, none and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
     END IF;
 END;
 $_$;
@@ -2098,7 +2386,10 @@ CREATE TABLE datatable_roles.datatable_role_set (
     role_ids bigint[] NOT NULL,
     password text NOT NULL,
     created_at timestamp with time zone NOT NULL,
-    last_used_at timestamp with time zone NOT NULL
+    last_used_at timestamp with time zone NOT NULL,
+    dbname text,
+    verifier text,
+    rotated_at timestamp with time zone NOT NULL
 );
 
 ALTER TABLE datatable_roles.datatable_role_set OWNER TO dtr_owner;
@@ -2142,6 +2433,8 @@ CREATE TABLE datatable_roles.link_credential (
     singleton boolean DEFAULT true NOT NULL,
     login text NOT NULL,
     password text NOT NULL,
+    verifier text,
+    rotated_at timestamp with time zone,
     CONSTRAINT link_credential_singleton_check CHECK (singleton)
 );
 
@@ -2156,6 +2449,8 @@ CREATE TABLE datatable_roles.settings (
     scram_iterations integer DEFAULT 16 NOT NULL,
     link_host text DEFAULT '127.0.0.1'::text NOT NULL,
     functions_sha256 text,
+    rotate_every interval DEFAULT '1 day'::interval NOT NULL,
+    login_group text NOT NULL,
     CONSTRAINT settings_scram_iterations_check CHECK (((scram_iterations >= 1) AND (scram_iterations <= 100000))),
     CONSTRAINT settings_singleton_check CHECK (singleton)
 );
@@ -2264,6 +2559,10 @@ ALTER TABLE ONLY datatable_roles.workspace_user
 
 GRANT CREATE ON SCHEMA public TO dtr_owner;
 
+REVOKE ALL ON FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.check_dbname(p_dbname text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.check_email(p_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.check_name(p_kind text, p_value text) FROM PUBLIC;
@@ -2271,6 +2570,10 @@ REVOKE ALL ON FUNCTION datatable_roles.check_name(p_kind text, p_value text) FRO
 REVOKE ALL ON FUNCTION datatable_roles.check_tenant_key(p_key text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.clock_now() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.conninfo_for(p_dbname text, p_login text, p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.conninfo_value(p_value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBLIC;
 
@@ -2282,7 +2585,7 @@ REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC
 
 REVOKE ALL ON FUNCTION datatable_roles.end_stray_sessions() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_role_ids bigint[], OUT login text, OUT password text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) FROM PUBLIC;
 
@@ -2292,7 +2595,7 @@ REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
 
@@ -2302,7 +2605,17 @@ REVOKE ALL ON FUNCTION datatable_roles.live_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.lock_set_login(p_login text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.login_of_roles(p_role_ids bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.login_group() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) FROM PUBLIC;
 
@@ -2330,13 +2643,19 @@ REVOKE ALL ON FUNCTION datatable_roles.require_workspace(p_workspace text) FROM 
 
 REVOKE ALL ON FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.rotate_link_login() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_role_ids bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.set_login_of(p_role_ids bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.status_report() FROM PUBLIC;
 
@@ -2346,13 +2665,21 @@ REVOKE ALL ON FUNCTION datatable_roles.sweep_cutoff(p_unused_for interval) FROM 
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.sweep_pending(p_state jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_report(p_state jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_start(p_unused_for interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_step(p_state jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.sync_connect_grants(p_role_id bigint) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_role_ids bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) FROM PUBLIC;
 
@@ -2387,6 +2714,8 @@ REVOKE ALL ON FUNCTION public.rename_datatable_role(name text, new_name text) FR
 REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.retire_role_set_logins_of(role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.set_datatable_admin_password(workspace text, name text, admin_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.set_datatable_default_role(workspace text, datatable text, role text) FROM PUBLIC;
 
