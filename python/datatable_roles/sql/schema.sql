@@ -926,6 +926,430 @@ $$;
 
 ALTER FUNCTION datatable_roles.pg16_or_later() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    body text;
+    tag text := '$q$';
+    n integer := 0;
+BEGIN
+    PERFORM datatable_roles.require(p_victim, 'victim');
+    PERFORM datatable_roles.require(p_heir, 'heir');
+    IF p_victim = p_heir THEN
+        RAISE EXCEPTION 'the victim and the heir must differ: %', quote_ident(p_victim)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    body := format(E'\nDECLARE\n    victim_name constant pg_catalog.text := %L;\n', p_victim)
+        || format('    heir_name constant pg_catalog.text := %L;', p_heir)
+        || $body$
+    victim_id pg_catalog.oid;
+    heir_id pg_catalog.oid;
+    moves pg_catalog.jsonb;
+    quarantine pg_catalog.jsonb := '{}';
+    qname pg_catalog.text;
+    stamp pg_catalog.text := pg_catalog.to_char(
+        pg_catalog.timezone('UTC', pg_catalog.now()), 'YYYY-MM-DD HH24:MI:SS "UTC"');
+    obj record;
+    leftover pg_catalog.text;
+    -- Before 17 a multirange type has privileges of its own; from 17 on, its
+    -- range type's (and GRANT/REVOKE on it fail).
+    multirange_acl constant pg_catalog.bool :=
+        pg_catalog.current_setting('server_version_num')::pg_catalog.int4 < 170000;
+BEGIN
+    SELECT r.oid INTO victim_id FROM pg_catalog.pg_roles AS r WHERE r.rolname = victim_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'role % does not exist', pg_catalog.quote_ident(victim_name)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    SELECT r.oid INTO heir_id FROM pg_catalog.pg_roles AS r WHERE r.rolname = heir_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'role % does not exist', pg_catalog.quote_ident(heir_name)
+            USING ERRCODE = 'undefined_object';
+    END IF;
+
+    -- What a search path could resolve, owned by the victim, outside its own
+    -- schemas (renamed below, contents and all). Not listed: indexes, toast,
+    -- row and array types (they move with their table or element type),
+    -- sequences owned by a column (they move with the table), shell types
+    -- (cannot move) and extension members (their extension's business).
+    SELECT coalesce(pg_catalog.jsonb_agg(m.* ORDER BY m.nsp, m.kind, m.obj), '[]')
+    INTO moves
+    FROM (
+        SELECT 'relation' AS kind, 'pg_catalog.pg_class'::pg_catalog.regclass AS cls,
+            c.oid AS obj, c.relnamespace AS nsp
+        FROM pg_catalog.pg_class AS c
+        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+            AND (c.relkind <> 'S' OR NOT EXISTS (
+                SELECT FROM pg_catalog.pg_depend AS d
+                WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
+                    AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                    AND d.refobjsubid > 0 AND d.deptype IN ('a', 'i')
+            ))
+        UNION ALL
+        SELECT 'routine', 'pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, p.pronamespace
+        FROM pg_catalog.pg_proc AS p WHERE p.proowner = victim_id
+        UNION ALL
+        SELECT 'type', 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid, t.typnamespace
+        FROM pg_catalog.pg_type AS t
+        WHERE t.typowner = victim_id AND t.typisdefined
+            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
+            AND (t.typrelid = 0 OR EXISTS (
+                SELECT FROM pg_catalog.pg_class AS c
+                WHERE c.oid = t.typrelid AND c.relkind = 'c'
+            ))
+        UNION ALL
+        SELECT 'operator', 'pg_catalog.pg_operator'::pg_catalog.regclass, o.oid, o.oprnamespace
+        FROM pg_catalog.pg_operator AS o WHERE o.oprowner = victim_id
+        UNION ALL
+        SELECT 'collation', 'pg_catalog.pg_collation'::pg_catalog.regclass, l.oid,
+            l.collnamespace
+        FROM pg_catalog.pg_collation AS l WHERE l.collowner = victim_id
+        UNION ALL
+        SELECT 'conversion', 'pg_catalog.pg_conversion'::pg_catalog.regclass, v.oid,
+            v.connamespace
+        FROM pg_catalog.pg_conversion AS v WHERE v.conowner = victim_id
+        UNION ALL
+        SELECT 'text search configuration', 'pg_catalog.pg_ts_config'::pg_catalog.regclass,
+            f.oid, f.cfgnamespace
+        FROM pg_catalog.pg_ts_config AS f WHERE f.cfgowner = victim_id
+        UNION ALL
+        SELECT 'text search dictionary', 'pg_catalog.pg_ts_dict'::pg_catalog.regclass,
+            y.oid, y.dictnamespace
+        FROM pg_catalog.pg_ts_dict AS y WHERE y.dictowner = victim_id
+    ) AS m
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = m.nsp
+    WHERE n.nspowner <> victim_id
+        AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+        AND NOT EXISTS (
+            SELECT FROM pg_catalog.pg_depend AS d
+            WHERE d.classid = m.cls AND d.objid = m.obj AND d.deptype = 'e'
+        );
+
+    -- Quarantine schemas: the victim's own schemas renamed, and a new one of
+    -- the heir's for each schema that objects move out of. Only the owner
+    -- (the heir, after REASSIGN) keeps any privilege on them.
+    FOR obj IN
+        SELECT n.oid, n.nspname, n.nspowner = victim_id AS owned
+        FROM pg_catalog.pg_namespace AS n
+        WHERE (n.nspowner = victim_id
+                AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast')
+            OR n.oid IN (
+                SELECT (e.value ->> 'nsp')::pg_catalog.oid
+                FROM pg_catalog.jsonb_array_elements(moves) AS e
+            )
+        ORDER BY n.nspname
+    LOOP
+        LOOP
+            qname := 'wm_quarantine_' || pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(
+                pg_catalog.uuid_send(pg_catalog.gen_random_uuid())), 'hex'), 16);
+            EXIT WHEN NOT EXISTS (
+                SELECT FROM pg_catalog.pg_namespace AS n WHERE n.nspname = qname
+            );
+        END LOOP;
+        IF obj.owned THEN
+            EXECUTE pg_catalog.format('ALTER SCHEMA %I RENAME TO %I', obj.nspname, qname);
+            EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', qname, pg_catalog.format(
+                'Schema %s of role %s, renamed and quarantined at %s before it passed to %s.',
+                pg_catalog.quote_ident(obj.nspname), pg_catalog.quote_ident(victim_name), stamp,
+                pg_catalog.quote_ident(heir_name)));
+        ELSE
+            EXECUTE pg_catalog.format('CREATE SCHEMA %I AUTHORIZATION %I', qname, heir_name);
+            EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', qname, pg_catalog.format(
+                'Objects of role %s from schema %s, quarantined at %s before they passed to %s.',
+                pg_catalog.quote_ident(victim_name), pg_catalog.quote_ident(obj.nspname), stamp,
+                pg_catalog.quote_ident(heir_name)));
+            quarantine := quarantine || pg_catalog.jsonb_build_object(obj.oid::pg_catalog.text,
+                qname);
+        END IF;
+        -- The heir's default privileges may have granted some on the new one.
+        EXECUTE (
+            SELECT pg_catalog.format('REVOKE ALL ON SCHEMA %I FROM %s CASCADE', qname,
+                pg_catalog.concat_ws(', ', 'PUBLIC', pg_catalog.string_agg(DISTINCT
+                    pg_catalog.quote_ident(r.rolname), ', ')))
+            FROM pg_catalog.pg_namespace AS n
+            LEFT JOIN pg_catalog.aclexplode(n.nspacl) AS a ON a.grantee <> n.nspowner
+            LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
+            WHERE n.nspname = qname
+        );
+    END LOOP;
+
+    -- Routines: nothing runs with the owner's rights, and nobody may execute
+    -- them, not even the owner: an expression that calls one (an index's, a
+    -- default, a check, a policy, a view, an operator, a cast) would run it
+    -- as whoever evaluates it, the heir included (ANALYZE and autovacuum
+    -- evaluate index expressions as the table's owner). The heir can grant
+    -- itself EXECUTE back.
+    FOR obj IN
+        SELECT p.oid, p.prokind, p.prosecdef, (
+            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
+            FROM pg_catalog.aclexplode(p.proacl) AS a
+            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
+            WHERE a.grantee <> p.proowner
+        ) AS grantees
+        FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE p.proowner = victim_id
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+    LOOP
+        IF obj.prosecdef THEN
+            EXECUTE pg_catalog.format('ALTER ROUTINE %s SECURITY INVOKER',
+                obj.oid::pg_catalog.regprocedure);
+        END IF;
+        EXECUTE pg_catalog.format('REVOKE ALL ON ROUTINE %s FROM %s CASCADE',
+            obj.oid::pg_catalog.regprocedure, pg_catalog.concat_ws(', ', 'PUBLIC',
+                pg_catalog.quote_ident(victim_name), obj.grantees));
+    END LOOP;
+
+    -- Relations: views read with the reader's rights; no grant on a relation
+    -- or any of its columns is left (REVOKE on the table takes its columns'
+    -- too); user triggers and rules (but a view's own _RETURN) are disabled.
+    -- A view's INSTEAD OF triggers and rules cannot be disabled; only the heir
+    -- can write through the view now, and its routines run for nobody.
+    FOR obj IN
+        SELECT c.oid, c.relkind, n.nspname, c.relname, (
+            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
+            FROM (
+                SELECT c.relacl AS acl
+                UNION ALL
+                SELECT t.attacl FROM pg_catalog.pg_attribute AS t
+                WHERE t.attrelid = c.oid AND t.attacl IS NOT NULL
+            ) AS x
+            CROSS JOIN LATERAL pg_catalog.aclexplode(x.acl) AS a
+            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
+            WHERE a.grantee <> c.relowner
+        ) AS grantees,
+        c.relkind IN ('r', 'p', 'f') AND EXISTS (
+            SELECT FROM pg_catalog.pg_trigger AS g
+            WHERE g.tgrelid = c.oid AND NOT g.tgisinternal AND g.tgenabled <> 'D'
+        ) AS triggers
+        FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+    LOOP
+        IF obj.relkind = 'v' THEN
+            EXECUTE pg_catalog.format('ALTER VIEW %I.%I SET (security_invoker = true)',
+                obj.nspname, obj.relname);
+        END IF;
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s %I.%I FROM %s CASCADE',
+            CASE obj.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, obj.nspname,
+            obj.relname, pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
+        IF obj.triggers THEN
+            EXECUTE pg_catalog.format('ALTER %s %I.%I DISABLE TRIGGER USER',
+                CASE obj.relkind WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, obj.nspname,
+                obj.relname);
+        END IF;
+    END LOOP;
+    FOR obj IN
+        SELECT n.nspname, c.relname, w.rulename
+        FROM pg_catalog.pg_rewrite AS w
+        JOIN pg_catalog.pg_class AS c ON c.oid = w.ev_class
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p')
+            AND w.rulename <> '_RETURN' AND w.ev_enabled <> 'D'
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE %I.%I DISABLE RULE %I',
+            obj.nspname, obj.relname, obj.rulename);
+    END LOOP;
+
+    -- Triggers of other roles' tables that call the victim's routines (which
+    -- fire without an EXECUTE check), where the link login may alter the table.
+    FOR obj IN
+        SELECT c.relowner, c.relkind, n.nspname, c.relname, g.tgname
+        FROM pg_catalog.pg_trigger AS g
+        JOIN pg_catalog.pg_proc AS p ON p.oid = g.tgfoid
+        JOIN pg_catalog.pg_class AS c ON c.oid = g.tgrelid
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE p.proowner = victim_id AND c.relowner <> victim_id
+            AND NOT g.tgisinternal AND g.tgenabled <> 'D' AND c.relkind IN ('r', 'p', 'f')
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+        ORDER BY n.nspname, c.relname, g.tgname
+    LOOP
+        IF pg_catalog.pg_has_role(obj.relowner, 'USAGE') THEN
+            EXECUTE pg_catalog.format('ALTER %s %I.%I DISABLE TRIGGER %I',
+                CASE obj.relkind WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, obj.nspname,
+                obj.relname, obj.tgname);
+        END IF;
+    END LOOP;
+
+    -- Types and domains: no USAGE for anyone but the owner (PUBLIC has it by
+    -- default).
+    FOR obj IN
+        SELECT t.typtype, n.nspname, t.typname, (
+            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
+            FROM pg_catalog.aclexplode(t.typacl) AS a
+            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
+            WHERE a.grantee <> t.typowner
+        ) AS grantees
+        FROM pg_catalog.pg_type AS t
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+        WHERE t.typowner = victim_id AND t.typisdefined
+            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
+            AND (t.typrelid = 0 OR EXISTS (
+                SELECT FROM pg_catalog.pg_class AS c
+                WHERE c.oid = t.typrelid AND c.relkind = 'c'
+            ))
+            AND (t.typtype <> 'm' OR multirange_acl)
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s %I.%I FROM %s CASCADE',
+            CASE obj.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END, obj.nspname, obj.typname,
+            pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
+    END LOOP;
+
+    -- Large objects and foreign servers: no grant left.
+    FOR obj IN
+        SELECT l.oid, (
+            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
+            FROM pg_catalog.aclexplode(l.lomacl) AS a
+            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
+            WHERE a.grantee <> l.lomowner
+        ) AS grantees
+        FROM pg_catalog.pg_largeobject_metadata AS l
+        WHERE l.lomowner = victim_id AND l.lomacl IS NOT NULL
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON LARGE OBJECT %s FROM %s CASCADE', obj.oid,
+            pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
+    END LOOP;
+    FOR obj IN
+        SELECT s.srvname, (
+            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
+            FROM pg_catalog.aclexplode(s.srvacl) AS a
+            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
+            WHERE a.grantee <> s.srvowner
+        ) AS grantees
+        FROM pg_catalog.pg_foreign_server AS s
+        WHERE s.srvowner = victim_id AND s.srvacl IS NOT NULL
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FOREIGN SERVER %I FROM %s CASCADE',
+            obj.srvname, pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
+    END LOOP;
+
+    -- A subscription applies a remote publisher's changes as its owner.
+    FOR obj IN
+        SELECT s.subname FROM pg_catalog.pg_subscription AS s
+        WHERE s.subowner = victim_id AND s.subenabled AND s.subdbid = (
+            SELECT d.oid FROM pg_catalog.pg_database AS d
+            WHERE d.datname = pg_catalog.current_database()
+        )
+    LOOP
+        EXECUTE pg_catalog.format('ALTER SUBSCRIPTION %I DISABLE', obj.subname);
+    END LOOP;
+
+    -- The moves, last, each statement naming the object as it is now.
+    FOR obj IN
+        SELECT e.value ->> 'kind' AS kind, (e.value ->> 'obj')::pg_catalog.oid AS oid,
+            quarantine ->> (e.value ->> 'nsp') AS target
+        FROM pg_catalog.jsonb_array_elements(moves) AS e
+    LOOP
+        EXECUTE CASE obj.kind
+            WHEN 'relation' THEN (
+                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
+                    CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                        WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END,
+                    n.nspname, c.relname, obj.target)
+                FROM pg_catalog.pg_class AS c
+                JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+                WHERE c.oid = obj.oid
+            )
+            WHEN 'routine' THEN pg_catalog.format('ALTER ROUTINE %s SET SCHEMA %I',
+                obj.oid::pg_catalog.regprocedure, obj.target)
+            WHEN 'type' THEN (
+                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
+                    CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END,
+                    n.nspname, t.typname, obj.target)
+                FROM pg_catalog.pg_type AS t
+                JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+                WHERE t.oid = obj.oid
+            )
+            WHEN 'operator' THEN pg_catalog.format('ALTER OPERATOR %s SET SCHEMA %I',
+                obj.oid::pg_catalog.regoperator, obj.target)
+            WHEN 'collation' THEN pg_catalog.format('ALTER COLLATION %s SET SCHEMA %I',
+                obj.oid::pg_catalog.regcollation, obj.target)
+            ELSE (
+                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
+                    pg_catalog.upper(obj.kind), n.nspname, x.name, obj.target)
+                FROM (
+                    SELECT v.conname AS name, v.connamespace AS nsp
+                    FROM pg_catalog.pg_conversion AS v
+                    WHERE obj.kind = 'conversion' AND v.oid = obj.oid
+                    UNION ALL
+                    SELECT f.cfgname, f.cfgnamespace FROM pg_catalog.pg_ts_config AS f
+                    WHERE obj.kind = 'text search configuration' AND f.oid = obj.oid
+                    UNION ALL
+                    SELECT y.dictname, y.dictnamespace FROM pg_catalog.pg_ts_dict AS y
+                    WHERE obj.kind = 'text search dictionary' AND y.oid = obj.oid
+                ) AS x
+                JOIN pg_catalog.pg_namespace AS n ON n.oid = x.nsp
+            )
+        END;
+    END LOOP;
+
+    -- Nothing may be left granted: better a move that fails (and is tried
+    -- again by the next sweep) than one that hands the heir a live grant.
+    SELECT pg_catalog.string_agg(x.what, ', ') INTO leftover FROM (
+        SELECT c.oid::pg_catalog.regclass::pg_catalog.text AS what
+        FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE c.relowner = victim_id
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+            AND (EXISTS (
+                SELECT FROM pg_catalog.aclexplode(c.relacl) AS a WHERE a.grantee <> c.relowner
+            ) OR EXISTS (
+                SELECT FROM pg_catalog.pg_attribute AS t
+                CROSS JOIN LATERAL pg_catalog.aclexplode(t.attacl) AS a
+                WHERE t.attrelid = c.oid AND a.grantee <> c.relowner
+            ))
+        UNION ALL
+        SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text
+        FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE p.proowner = victim_id
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+            AND (p.prosecdef OR p.proacl IS NULL
+                OR EXISTS (SELECT FROM pg_catalog.aclexplode(p.proacl)))
+        UNION ALL
+        SELECT pg_catalog.format_type(t.oid, NULL)
+        FROM pg_catalog.pg_type AS t
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+        WHERE t.typowner = victim_id AND t.typisdefined
+            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
+            AND (t.typrelid = 0 OR EXISTS (
+                SELECT FROM pg_catalog.pg_class AS c
+                WHERE c.oid = t.typrelid AND c.relkind = 'c'
+            ))
+            AND (t.typtype <> 'm' OR multirange_acl)
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
+            AND (t.typacl IS NULL OR EXISTS (
+                SELECT FROM pg_catalog.aclexplode(t.typacl) AS a WHERE a.grantee <> t.typowner
+            ))
+        UNION ALL
+        SELECT 'large object ' || l.oid FROM pg_catalog.pg_largeobject_metadata AS l
+        WHERE l.lomowner = victim_id AND EXISTS (
+            SELECT FROM pg_catalog.aclexplode(l.lomacl) AS a WHERE a.grantee <> l.lomowner
+        )
+    ) AS x;
+    IF leftover IS NOT NULL THEN
+        RAISE EXCEPTION 'quarantine of the objects of % left grants or definer rights on %',
+            pg_catalog.quote_ident(victim_name), leftover
+            USING ERRCODE = 'internal_error';
+    END IF;
+END
+$body$;
+    -- The tag may occur nowhere in the block, the role names included.
+    WHILE strpos(body, tag) > 0 LOOP
+        n := n + 1;
+        tag := format('$q%s$', n);
+    END LOOP;
+    RETURN format('SET LOCAL search_path = pg_catalog, pg_temp; DO %s%s%s', tag, body, tag);
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.require(p_value anyelement, p_argument text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2628,6 +3052,8 @@ REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.pg16_or_later() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require(p_value anyelement, p_argument text) FROM PUBLIC;
 

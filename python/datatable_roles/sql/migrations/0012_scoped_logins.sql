@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: 15b02870e9bff58d523af6f4a0a201884ba6bc75a48607110ecef3b607e7db7c
+-- functions: 3b497049ffc02f45a028fa6bf14ace2aef9e36fb10568525e9665d2e635f61cf
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
