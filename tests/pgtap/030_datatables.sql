@@ -1,9 +1,12 @@
--- Data tables: registration, references, role maps and their tenants, the
--- default role, and the CONNECT grants that follow the maps.
+-- Data tables: registration (the admin password tried and adopted),
+-- references, role maps and their tenants, the default role, and the logins
+-- that follow the maps: catalog roles hold CONNECT nowhere, the login a job
+-- is handed holds it on its one database, and taking a role out of the maps
+-- of a database retires the logins holding it there.
 \set test t30
 \ir lib/begin.psql
 
-SELECT plan(243);
+SELECT plan(264);
 
 SELECT tap.new_datatable_db('t30_dt', 't30_admin') AS admin_pw \gset
 SELECT tap.new_datatable_db('t30_dt2', 't30_admin2') AS admin2_pw \gset
@@ -52,6 +55,21 @@ SELECT results_eq(
 SELECT is(
     tap.connect_holders('t30_dt'), '{t30_admin}',
     'CONNECT is revoked from PUBLIC on its database; the admin login keeps it'
+);
+SELECT ok(
+    (
+        SELECT datatable_roles.verifier_is(d.admin_login, d.admin_verifier)
+        FROM datatable_roles.datatable AS d WHERE d.id = :'main_id'::bigint
+    ),
+    'the admin login''s password is set again through a verifier the package keeps'
+);
+SELECT ok(
+    (SELECT starts_with(rolpassword, 'SCRAM-SHA-256$4096:') FROM pg_authid WHERE rolname = 't30_admin'),
+    '... a SCRAM verifier of 4096 iterations (it was set with 16)'
+);
+SELECT is(
+    tap.connect_to('t30_dt', 't30_admin', :'admin_pw'), 't30_admin',
+    'the admin login still logs in with the same password'
 );
 SELECT is(
     (
@@ -122,6 +140,15 @@ SELECT tap.refused(
     'register_datatable of an existing name is refused, whatever the database'
 );
 SELECT tap.refused(
+    format($$SELECT register_datatable('ws', 'x', 't30_dt', 't30_admin', %L)$$, :'admin_pw' || 'x'),
+    '28P01',
+    'register_datatable with a wrong admin password is refused (28P01)'
+);
+SELECT is(
+    tap.connect_to('t30_dt', 't30_admin', :'admin_pw'), 't30_admin',
+    '... and the admin login keeps its password'
+);
+SELECT tap.refused(
     $$SELECT register_datatable('ws', 'x', 't30_dt', 't30_admin', '')$$, '22023',
     'register_datatable with an empty admin password is refused'
 );
@@ -162,7 +189,7 @@ SELECT tap.refused(
 );
 
 ------------------------------------------------------------------------------
--- role maps and CONNECT
+-- role maps, CONNECT and the logins of a database
 ------------------------------------------------------------------------------
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_a', '{u/alice}')$$,
@@ -170,58 +197,126 @@ SELECT lives_ok(
 );
 SELECT is(tap.tenants('ws', 'main', 't30_a'), '{u/alice}', 'with its tenants');
 SELECT is(
-    tap.connect_holders('t30_dt'), '{t30_a,t30_admin}',
-    'a role in the map gets CONNECT on the database'
+    tap.connect_holders('t30_dt'), '{t30_admin}',
+    'a role in the map gets no CONNECT: catalog roles connect nowhere'
 );
+SELECT tap.start_job('ws', 'u/alice', 'run', 'alice@x.io') AS j_alice \gset
+SELECT
+    login AS a_login, password AS a_pw, login_kind AS a_kind
+FROM tap.resolve(:'j_alice', 'main', 't30_a') \gset
+SELECT is(:'a_kind'::text, 'role', 'alice naming t30_a gets a one-role login');
+SELECT is(
+    tap.connect_holders('t30_dt'), ARRAY['t30_admin', :'a_login'],
+    'that login holds CONNECT on the data table database'
+);
+SELECT is(tap.connect_databases(:'a_login'), '{t30_dt}', '... and on no other database');
 SELECT is(
     tap.connect_holders('t30_dt2'), '{t30_admin2}',
-    'and on no other data table database'
+    'the other data table database is closed to it'
+);
+SELECT is(
+    tap.connect_to('t30_dt', :'a_login', :'a_pw', 't30_a'), 't30_a',
+    'it logs in there, acting as t30_a'
+);
+SELECT matches(
+    tap.connect_to('t30_dt2', :'a_login', :'a_pw', 't30_a'),
+    '^error 08001: permission denied for database "t30_dt2"',
+    'and cannot connect to the other data table database'
 );
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'second', 't30_a', '{*}')$$,
     'the same role in the map of a second data table on the same database'
 );
+SELECT is(
+    tap.login_of(:'j_alice', 'second', 't30_a'), :'a_login',
+    'naming it there gives the same login: one login per database and set of roles'
+);
+-- carol, in workspace other, names t30_a on other/main (database t30_dt2)
+SELECT lives_ok(
+    $$SELECT set_datatable_role_tenants('other', 'main', 't30_a', '{u/carol}')$$,
+    'the same role in the map of a data table on another database'
+);
+SELECT tap.start_job('other', 'u/carol', 'run', 'carol@x.io') AS j_carol \gset
+SELECT
+    login AS c_login, password AS c_pw
+FROM tap.resolve(:'j_carol', 'main', 't30_a') \gset
+SELECT isnt(:'c_login'::text, :'a_login', 'there it is served by another login');
+SELECT is(tap.connect_databases(:'c_login'), '{t30_dt2}', '... with CONNECT on t30_dt2 alone');
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_off', '{*}')$$,
     'a disabled role may be put in a map'
 );
-SELECT is(
-    tap.connect_holders('t30_dt'), '{t30_a,t30_admin}',
-    'a disabled role in the map gets no CONNECT'
+SELECT matches(
+    tap.refusal(:'j_alice', 'main', 't30_off'), '^42501\|R1\|.*disabled',
+    'no login is handed out for it'
 );
 SELECT lives_ok(
     $$SELECT set_datatable_role_enabled('t30_off', true)$$,
     'enabling the mapped role'
 );
-SELECT is(
-    tap.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_off}',
-    'gives it CONNECT'
-);
+SELECT is(tap.connect_databases('t30_off'), '{}', 'gives it no CONNECT either');
+
 SELECT lives_ok(
     $$SELECT remove_datatable_role('ws', 'main', 't30_a')$$,
     'remove_datatable_role takes a role out of one map'
 );
 SELECT is(tap.tenants('ws', 'main', 't30_a'), NULL, 'it is no longer in that map');
+SELECT results_eq(
+    format($$SELECT password <> '', rolcanlogin FROM datatable_roles.datatable_role_set
+             JOIN pg_roles ON rolname = login WHERE login = %L$$, :'a_login'),
+    $$VALUES (true, true)$$,
+    'its login on the database is kept while another data table there maps it'
+);
 SELECT is(
-    tap.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_off}',
-    'it keeps CONNECT while another data table on the database maps it'
+    tap.connect_to('t30_dt', :'a_login', :'a_pw', 't30_a'), 't30_a',
+    '... and still logs in'
 );
 SELECT lives_ok(
     $$SELECT remove_datatable_role('ws', 'second', 't30_a')$$,
-    'remove_datatable_role takes it out of the other map'
+    'remove_datatable_role takes it out of the other map on that database'
+);
+SELECT results_eq(
+    format($$SELECT password, rolcanlogin FROM datatable_roles.datatable_role_set
+             JOIN pg_roles ON rolname = login WHERE login = %L$$, :'a_login'),
+    $$VALUES (''::text, false)$$,
+    'then its login on that database is retired: empty password, NOLOGIN'
+);
+SELECT matches(
+    tap.connect_to('t30_dt', :'a_login', :'a_pw', 't30_a'),
+    '^error 08001: role "wm_set_[0-9a-f]{40}" is not permitted to log in',
+    'the old login can no longer connect'
+);
+SELECT results_eq(
+    format($$SELECT password <> '', rolcanlogin FROM datatable_roles.datatable_role_set
+             JOIN pg_roles ON rolname = login WHERE login = %L$$, :'c_login'),
+    $$VALUES (true, true)$$,
+    'its login on the other database is left alone'
 );
 SELECT is(
-    tap.connect_holders('t30_dt'), '{t30_admin,t30_off}',
-    'then its CONNECT is revoked'
+    tap.connect_to('t30_dt2', :'c_login', :'c_pw', 't30_a'), 't30_a',
+    '... and still logs in there'
+);
+SELECT lives_ok(
+    $$SELECT remove_datatable_role('other', 'main', 't30_a')$$,
+    'taking it out of that map too'
+);
+SELECT matches(
+    tap.connect_to('t30_dt2', :'c_login', :'c_pw', 't30_a'),
+    '^error 08001: role "wm_set_[0-9a-f]{40}" is not permitted to log in',
+    'retires that login as well'
 );
 SELECT lives_ok(
     $$SELECT remove_datatable_role('ws', 'main', 't30_off')$$,
     'removing the last mapped role'
 );
-SELECT
-    is(
-        tap.connect_holders('t30_dt'), '{t30_admin}', 'leaves only the admin login with CONNECT'
-    );
+SELECT is(
+    ARRAY(
+        SELECT h.holder FROM unnest(tap.connect_holders('t30_dt')) AS h (holder)
+        WHERE tap.can_login(h.holder)
+    ),
+    '{t30_admin}',
+    'leaves only the admin login able to log in with CONNECT on the database'
+);
 
 ------------------------------------------------------------------------------
 -- set_datatable_role_tenants
@@ -353,6 +448,7 @@ SELECT tap.refused(
 ------------------------------------------------------------------------------
 -- reference_datatable
 ------------------------------------------------------------------------------
+SELECT tap.connect_holders('t30_dt')::text AS holders_before_references \gset
 SELECT reference_datatable('fork', 'main', 'ws', 'main') AS fork_id \gset
 SELECT results_eq(
     format($$SELECT workspace, name, governing_id, dbname, admin_login, admin_password, default_role
@@ -384,7 +480,7 @@ SELECT is(
     'and still points at the governing entry'
 );
 SELECT is(
-    tap.connect_holders('t30_dt'), '{t30_a,t30_admin,t30_b,t30_c}',
+    tap.connect_holders('t30_dt'), :'holders_before_references'::text[],
     'references change no CONNECT grant'
 );
 
@@ -507,6 +603,9 @@ BEGIN
     PERFORM set_datatable_role_tenants('ws', 'second', 't30_b', '{*}');
     PERFORM set_datatable_default_role('ws', 'second', 't30_b');
 END $$;
+SELECT
+    login AS b_login, password AS b_pw
+FROM tap.resolve(:'j_alice', 'second', 't30_b') \gset
 SELECT lives_ok(
     $$SELECT remove_datatable_role('ws', 'main', 't30_a')$$,
     'remove_datatable_role of a role that is not the default'
@@ -528,8 +627,8 @@ SELECT
         tap.default_of('ws', 'second'), 't30_b', 'another data table with that default keeps it'
     );
 SELECT is(
-    tap.connect_holders('t30_dt'), '{t30_admin,t30_b,t30_c}',
-    'the role keeps CONNECT through the other data table'
+    tap.connect_to('t30_dt', :'b_login', :'b_pw', 't30_b'), 't30_b',
+    'its login on the database is kept, as another data table there maps it: it still logs in'
 );
 SELECT lives_ok(
     $$SELECT set_datatable_role_tenants('ws', 'main', 't30_b', '{*}')$$,

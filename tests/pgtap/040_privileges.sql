@@ -5,7 +5,7 @@
 \set test t40
 \ir lib/begin.psql
 
-SELECT plan(140);
+SELECT plan(156);
 
 -- The package's public entry points (SPEC section 8).
 CREATE FUNCTION pg_temp.public_api() RETURNS text[]
@@ -15,7 +15,8 @@ AS $$
         'add_workspace', 'add_workspace_user', 'remove_workspace_user', 'add_group_member',
         'remove_group_member', 'set_folder_access', 'validate_role_name', 'create_datatable_role',
         'rename_datatable_role', 'set_datatable_role_enabled', 'drop_datatable_role',
-        'register_datatable', 'reference_datatable', 'set_datatable_role_tenants',
+        'register_datatable', 'set_datatable_admin_password', 'reference_datatable',
+        'set_datatable_role_tenants',
         'remove_datatable_role', 'set_datatable_default_role', 'record_job_start',
         'resolve_datatable_role', 'explain_datatable_role', 'cached_result_path',
         'retire_role_set_logins_of', 'sweep_unused_role_set_logins'
@@ -112,6 +113,7 @@ FROM unnest(ARRAY[
     $$SELECT set_datatable_role_enabled('t40_r', false)$$,
     $$SELECT drop_datatable_role('t40_r')$$,
     $$SELECT register_datatable('ws', 'x', 't40_dt', 't40_admin', 'pw')$$,
+    $$SELECT set_datatable_admin_password('ws', 'main', 'pw')$$,
     $$SELECT reference_datatable('ws', 'x', 'ws', 'main')$$,
     $$SELECT set_datatable_role_tenants('ws', 'main', 't40_r', '{*}')$$,
     $$SELECT set_datatable_role_tenants('ws', 'main', 'admin', '{*}')$$,
@@ -133,14 +135,19 @@ FROM unnest(ARRAY[
     $$SELECT datatable_roles.grant_worker('dtr_worker')$$,
     $$SELECT datatable_roles.new_password()$$,
     $$SELECT datatable_roles.scram_verifier('x', 1)$$,
-    $$SELECT datatable_roles.ensure_set_login('{1}')$$,
-    $$SELECT datatable_roles.sync_connect_grants(1)$$,
+    $$SELECT datatable_roles.ensure_set_login('t40_dt', '{1}')$$,
+    $$SELECT datatable_roles.make_login('wm_set_x', 't40_dt', '{1}')$$,
+    $$SELECT datatable_roles.retire_logins_holding(1, 't40_dt')$$,
+    $$SELECT datatable_roles.rotate_or_heal('wm_set_x')$$,
+    $$SELECT datatable_roles.verifier_is('t40_admin', 'x')$$,
+    $$SELECT datatable_roles.login_fails('t40_dt', 't40_admin', 'x')$$,
     $$SELECT datatable_roles.end_sessions_of('t40_r')$$,
     $$SELECT datatable_roles.member_keys('ws', 'alice')$$,
     $$SELECT datatable_roles.no_default()$$,
     $$SELECT datatable_roles.exec_in_database('t40_dt', 'SELECT 1')$$,
     $$SELECT datatable_roles.move_objects_of('t40_r')$$,
-    $$SELECT datatable_roles.sweep_drop('t40_r')$$
+    $$SELECT datatable_roles.sweep_drop('t40_r')$$,
+    $$SELECT datatable_roles_guard.verifier_is('t40_admin', 'x')$$
 ]) AS c;
 
 -- nor dblink, which the package keeps in a schema of its own
@@ -168,6 +175,20 @@ SELECT is(
     'only the package owner may use the dblink schema'
 );
 
+SELECT is(
+    array(
+        SELECT CASE WHEN acl.grantee = 0 THEN 'PUBLIC' ELSE acl.grantee::regrole::text END
+        FROM pg_proc AS p
+        CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS acl
+        WHERE
+            p.oid = 'datatable_roles_guard.verifier_is(text, text)'::regprocedure
+            AND acl.privilege_type = 'EXECUTE' AND acl.grantee <> p.proowner
+        ORDER BY 1
+    ),
+    '{dtr_owner}',
+    'only the package owner may run the guard that reads pg_authid (verifier_is)'
+);
+
 ------------------------------------------------------------------------------
 -- the worker role reads and writes no table
 ------------------------------------------------------------------------------
@@ -186,7 +207,8 @@ SELECT
         format('the worker role may not run %s', c)
     )
 FROM unnest(ARRAY[
-    $$SELECT password FROM datatable_roles.catalog_role$$,
+    $$SELECT name FROM datatable_roles.catalog_role$$,
+    $$SELECT verifier FROM datatable_roles.datatable_role_set$$,
     $$SELECT admin_password FROM datatable_roles.datatable$$,
     $$SELECT password FROM datatable_roles.datatable_role_set$$,
     $$SELECT password FROM datatable_roles.link_credential$$,
@@ -242,8 +264,7 @@ SELECT is(
     'no table or sequence of the package is granted to anyone but its owner'
 );
 SELECT ok(
-    NOT has_column_privilege('dtr_worker', 'datatable_roles.catalog_role', 'password', 'SELECT')
-    AND NOT has_column_privilege(
+    NOT has_column_privilege(
         'dtr_worker', 'datatable_roles.datatable', 'admin_password', 'SELECT'
     )
     AND NOT has_column_privilege(
@@ -251,8 +272,23 @@ SELECT ok(
     )
     AND NOT has_column_privilege(
         'dtr_worker', 'datatable_roles.link_credential', 'password', 'SELECT'
+    )
+    AND NOT has_column_privilege(
+        'dtr_worker', 'datatable_roles.datatable', 'admin_verifier', 'SELECT'
+    )
+    AND NOT has_column_privilege(
+        'dtr_worker', 'datatable_roles.datatable_role_set', 'verifier', 'SELECT'
     ),
-    'the worker role cannot read a password column'
+    'the worker role cannot read a password or verifier column'
+);
+SELECT is(
+    (
+        SELECT count(*)::integer FROM information_schema.columns
+        WHERE table_schema = 'datatable_roles' AND table_name = 'catalog_role'
+            AND column_name LIKE '%password%'
+    ),
+    0,
+    'catalog roles have no password column to read: they never log in'
 );
 
 ------------------------------------------------------------------------------
@@ -330,9 +366,13 @@ SELECT ok(
     jsonb_typeof(:'explained_role'::jsonb) = 'object'
     AND jsonb_typeof(:'explained_default'::jsonb) = 'object'
     AND NOT EXISTS (
-        SELECT FROM datatable_roles.catalog_role AS r
-        WHERE strpos(:'explained_role', r.password) > 0
+        SELECT FROM datatable_roles.datatable_role_set AS s
+        WHERE s.password <> '' AND (
+            strpos(:'explained_role', s.password) > 0
+            OR strpos(:'explained_default', s.password) > 0
+        )
     )
+    AND strpos(:'explained_role', :'admin_pw') = 0
     AND strpos(:'explained_default', :'admin_pw') = 0,
     'explain_datatable_role shows no password'
 );

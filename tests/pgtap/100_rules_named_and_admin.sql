@@ -1,9 +1,11 @@
 -- R1 (a named role), R2 (default admin) and R8 (migrations), as the rows a
--- resolved login sees in a data table under row-level security.
+-- resolved login sees in a data table under row-level security; R6 (one
+-- role: a scoped login of this database, not the role's own); and the admin
+-- login's password changed outside the package.
 \set test t100
 \ir lib/begin.psql
 
-SELECT plan(51);
+SELECT plan(76);
 
 -- Workspace ws:
 --   pub    tenant of t100_emea (u/pub) and t100_off (before it is disabled)
@@ -12,7 +14,9 @@ SELECT plan(51);
 --   adm    a workspace admin, a tenant of nothing
 --   tad    a tenant of admin
 --   alice  the viewer of the app jobs: a tenant of t100_us
+-- Workspace ws2: its data table other (database t100_dt2) maps t100_emea too.
 SELECT tap.new_datatable_db('t100_dt', 't100_admin') AS admin_pw \gset
+SELECT tap.new_datatable_db('t100_dt2', 't100_admin2') AS admin2_pw \gset
 DO $$ BEGIN
     PERFORM add_workspace('ws');
     PERFORM add_workspace_user('ws', 'pub', 'pub@x.io');
@@ -30,6 +34,8 @@ DO $$ BEGIN
     PERFORM create_datatable_role('t100_loose');
 END $$;
 SELECT register_datatable('ws', 'main', 't100_dt', 't100_admin', :'admin_pw') AS dt_id \gset
+SELECT register_datatable('ws2', 'other', 't100_dt2', 't100_admin2', :'admin2_pw') AS dt2_id \gset
+SELECT tap.allow_region('t100_dt2', 't100_admin2', 't100_emea', 'emea') AS ok \gset
 SELECT tap.allow_region('t100_dt', 't100_admin', 't100_emea', 'emea') AS ok \gset
 SELECT tap.allow_region('t100_dt', 't100_admin', 't100_us', 'us') AS ok \gset
 SELECT tap.allow_region('t100_dt', 't100_admin', 't100_off', 'apac') AS ok \gset
@@ -38,6 +44,7 @@ DO $$ BEGIN
     PERFORM set_datatable_role_tenants('ws', 'main', 't100_us', '{u/alice}');
     PERFORM set_datatable_role_tenants('ws', 'main', 't100_off', '{u/pub}');
     PERFORM set_datatable_role_tenants('ws', 'main', 'admin', '{u/tad}');
+    PERFORM set_datatable_role_tenants('ws2', 'other', 't100_emea', '{u/pub}');
 END $$;
 SELECT lives_ok(
     $$SELECT set_datatable_role_enabled('t100_off', false)$$,
@@ -83,10 +90,72 @@ SELECT is(
     tap.roles_of(:'j_pub', 'main', 't100_emea'), '{t100_emea}',
     'R1: the connection holds exactly the named role'
 );
-SELECT is(
-    tap.login_of(:'j_pub', 'main', 't100_emea'), 't100_emea',
-    'R1/R6: the named role is served by its own login'
+
+-- R6: one role is a scoped login of this database holding exactly it
+SELECT
+    login AS emea_login, password AS emea_pw, login_kind AS emea_kind, dbname AS emea_db
+FROM tap.resolve(:'j_pub', 'main', 't100_emea') \gset
+SELECT is(:'emea_kind'::text, 'role', 'R1/R6: one role: login_kind role');
+SELECT matches(
+    :'emea_login'::text, '^wm_set_[0-9a-f]{40}$',
+    'R6: it is served by a scoped wm_set_ login, not by the role''s own'
 );
+SELECT is(
+    tap.memberships(:'emea_login'), tap.with_login_group('{t100_emea}'),
+    'R6: the login holds exactly that role (and the instance''s login group)'
+);
+SELECT is(
+    tap.connect_to(:'emea_db', :'emea_login', :'emea_pw', 't100_emea'), 't100_emea',
+    'R6: connected with the startup option -c role=t100_emea, its session acts as the role'
+);
+SELECT is(
+    tap.connect_to(:'emea_db', :'emea_login', :'emea_pw'), :'emea_login',
+    'R6: without the option it acts as the login itself'
+);
+SELECT is(
+    tap.seen_as(:'emea_db', :'emea_login', :'emea_pw'), '1,4',
+    'R6: ... which reaches the same rows'
+);
+SELECT matches(
+    tap.connect_to(:'emea_db', 't100_emea', :'emea_pw'), '^error 08001: ',
+    'R6: nobody logs in as the catalog role itself'
+);
+-- The same role mapped by a data table of another workspace, on another
+-- database: another login, and neither reaches the other's database.
+SELECT
+    login AS ws2_login, password AS ws2_pw, login_kind AS ws2_kind
+FROM tap.resolve(:'j_ws2', 'other', 't100_emea') \gset
+SELECT is(:'ws2_kind'::text, 'role', 'R6 in ws2: pub names t100_emea on ws2/other');
+SELECT isnt(
+    :'ws2_login'::text, :'emea_login',
+    'R6: the same role on another database is served by another login'
+);
+SELECT is(
+    tap.seen_as('t100_dt2', :'ws2_login', :'ws2_pw', 't100_emea'), '1,4',
+    'R6: ... which sees its own data table''s rows'
+);
+SELECT matches(
+    tap.connect_to('t100_dt2', :'emea_login', :'emea_pw', 't100_emea'),
+    '^error 08001: permission denied for database "t100_dt2"',
+    'R6: the ws login cannot connect to the ws2 data table''s database, which maps the same role'
+);
+SELECT matches(
+    tap.connect_to('t100_dt2', :'emea_login', :'emea_pw'),
+    '^error 08001: permission denied for database "t100_dt2"',
+    'R6: ... nor without the role option'
+);
+SELECT matches(
+    tap.connect_to('t100_dt', :'ws2_login', :'ws2_pw', 't100_emea'),
+    '^error 08001: permission denied for database "t100_dt"',
+    'R6: nor the ws2 login to the ws data table''s database'
+);
+SELECT is(
+    tap.connect_databases(:'emea_login') || tap.connect_databases(:'ws2_login')
+    || tap.connect_databases('t100_emea'),
+    '{t100_dt,t100_dt2}',
+    'R6: each login holds CONNECT on its one database; the role on none'
+);
+
 SELECT is(
     tap.seen(:'j_bob', 'main', 't100_emea'), '1,4',
     'R1: bob names t100_emea and may use it through g/emea'
@@ -254,8 +323,8 @@ SELECT is(
     'R8: a migration naming t100_emea runs as t100_emea alone (not admin, no viewer roles)'
 );
 SELECT is(
-    tap.login_of(:'j_pub', 'main', 't100_emea', p_for_migration => true), 't100_emea',
-    'R8: ... with the role''s own login'
+    tap.login_of(:'j_pub', 'main', 't100_emea', p_for_migration => true), :'emea_login',
+    'R8: ... with the one-role login of t100_emea that R1 gives'
 );
 SELECT matches(
     tap.refusal(:'j_pub', 'main', 't100_us', p_for_migration => true),
@@ -291,6 +360,62 @@ SELECT is(
 SELECT matches(
     tap.refusal(:'j_tad', 'main'), '^42501\|R5\|',
     'no default, not a migration: the same job of tad (no viewer) is refused (R5), not admin'
+);
+
+------------------------------------------------------------------------------
+-- The admin login's password changed outside the package (by the operator,
+-- or by a job handed the admin login): never handed out as it is; the package
+-- is given the new one.
+------------------------------------------------------------------------------
+SELECT 'changed-' || :'admin_pw' AS new_admin_pw \gset
+SELECT tap.exec_in('t100_dt', format(
+    'SET ROLE t100_admin; ALTER ROLE t100_admin PASSWORD %L', :'new_admin_pw'
+)) AS altered \gset
+SELECT matches(
+    tap.refusal(:'j_tad', 'main', 'admin'),
+    '^55000\|admin_password( \(DETAIL (none)?\))?\|data table ws/main: .*admin login t100_admin.*changed',
+    'a resolve to the admin login whose password was changed is refused: 55000, admin_password'
+);
+SELECT matches(
+    tap.refusal(:'j_adm', 'main', p_for_migration => true),
+    '^55000\|admin_password',
+    '... a migration''s too'
+);
+SELECT is(
+    tap.seen(:'j_pub', 'main', 't100_emea'), '1,4',
+    'a resolve to another login is not concerned'
+);
+SELECT tap.refused(
+    format(
+        $$SELECT set_datatable_admin_password('ws', 'main', %L)$$, :'admin_pw'
+    ),
+    '28P01',
+    'set_datatable_admin_password with the old password is refused (28P01)'
+);
+SELECT tap.refused(
+    $$SELECT set_datatable_admin_password('ws', 'main', NULL)$$, '22004',
+    'set_datatable_admin_password with NULL is refused'
+);
+SELECT tap.refused(
+    format(
+        $$SELECT set_datatable_admin_password('ws', 'nosuch', %L)$$, :'new_admin_pw'
+    ),
+    'P0002',
+    'set_datatable_admin_password of an unknown data table is refused'
+);
+SELECT lives_ok(
+    format(
+        $$SELECT set_datatable_admin_password('ws', 'main', %L)$$, :'new_admin_pw'
+    ),
+    'set_datatable_admin_password gives the package the new password'
+);
+SELECT is(
+    (SELECT r.password FROM tap.resolve(:'j_tad', 'main', 'admin') AS r), :'new_admin_pw',
+    'the admin login is handed out again, with the new password'
+);
+SELECT is(
+    tap.seen(:'j_tad', 'main', 'admin'), '1,2,3,4,5',
+    '... which logs in and sees every row'
 );
 
 SELECT * FROM finish();

@@ -19,9 +19,12 @@ CREATE SCHEMA tap;
 -- Connections and sessions
 ------------------------------------------------------------------------------
 
--- A libpq connection string to this cluster over its Unix socket.
+-- A libpq connection string to this cluster over its Unix socket. With
+-- p_role, the startup option the platform passes for a one-role login
+-- (login_kind 'role'): its session acts as that role.
 CREATE FUNCTION tap.connstr(
-    p_dbname text, p_user text DEFAULT 'postgres', p_password text DEFAULT null
+    p_dbname text, p_user text DEFAULT 'postgres', p_password text DEFAULT null,
+    p_role text DEFAULT null
 )
 RETURNS text
 LANGUAGE sql STABLE
@@ -30,6 +33,19 @@ AS $$
         split_part(current_setting('unix_socket_directories'), ',', 1),
         current_setting('port'), quote_literal(p_dbname), quote_literal(p_user))
         || coalesce(' password=' || quote_literal(p_password), '')
+        || coalesce(' options=' || quote_literal('-c role=' || p_role), '')
+$$;
+
+-- The connection string of a resolved row, as the platform connects: a
+-- one-role login (login_kind 'role') with the startup option -c role=<role>.
+CREATE FUNCTION tap.connstr_of(
+    p_dbname text, p_login text, p_password text, p_roles text[], p_login_kind text
+)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT tap.connstr(p_dbname, p_login, p_password,
+        CASE WHEN p_login_kind = 'role' THEN p_roles[1] END)
 $$;
 
 -- A session on this metadata database acting as p_role, opened once and kept; its name.
@@ -47,16 +63,18 @@ BEGIN
 END;
 $$;
 
--- Opens a named session as p_login with p_password; returns its current_user.
+-- Opens a named session as p_login with p_password (acting as p_role when
+-- given); returns its current_user.
 CREATE FUNCTION tap.open(
-    p_name text, p_login text, p_password text, p_dbname text DEFAULT 'postgres'
+    p_name text, p_login text, p_password text, p_dbname text DEFAULT 'postgres',
+    p_role text DEFAULT null
 )
 RETURNS text
 LANGUAGE plpgsql
 AS $$
 BEGIN
     PERFORM datatable_roles_dblink.dblink_connect(
-        p_name, tap.connstr(p_dbname, p_login, p_password)
+        p_name, tap.connstr(p_dbname, p_login, p_password, p_role)
     );
     RETURN tap.query(p_name, 'SELECT current_user::text');
 EXCEPTION WHEN OTHERS THEN
@@ -64,7 +82,8 @@ EXCEPTION WHEN OTHERS THEN
 END;
 $$;
 
--- Opens a named session as the login a job resolves to; returns its current_user.
+-- Opens a named session as the login a job resolves to, connected as the
+-- platform connects (tap.connstr_of); returns its current_user.
 CREATE FUNCTION tap.open_as(p_name text, p_job uuid, p_datatable text, p_role text DEFAULT null)
 RETURNS text
 LANGUAGE plpgsql
@@ -73,9 +92,36 @@ DECLARE
     r record;
 BEGIN
     SELECT * INTO r FROM tap.resolve(p_job, p_datatable, p_role);
-    RETURN tap.open(p_name, r.login, r.password, r.dbname);
+    RETURN tap.open(p_name, r.login, r.password, r.dbname,
+        CASE WHEN r.login_kind = 'role' THEN r.roles[1] END);
 EXCEPTION WHEN OTHERS THEN
     RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
+$$;
+
+-- A fresh connection to p_dbname as p_login with p_password (acting as
+-- p_role when given): its current_user, or 'error SQLSTATE: ' and the
+-- server's reason (the FATAL line libpq got), such as 'permission denied
+-- for database ...' or 'password authentication failed for user ...'.
+CREATE FUNCTION tap.connect_to(
+    p_dbname text, p_login text, p_password text, p_role text DEFAULT null
+)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    detail text;
+BEGIN
+    RETURN (
+        SELECT v.value FROM datatable_roles_dblink.dblink(
+            tap.connstr(p_dbname, p_login, p_password, p_role), 'SELECT current_user::text'
+        ) AS v (value text)
+    );
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN 'error ' || SQLSTATE || ': ' || coalesce(
+        nullif(split_part(substring(detail FROM 'FATAL:\s*(.*)$'), E'\n', 1), ''), SQLERRM
+    );
 END;
 $$;
 
@@ -107,6 +153,26 @@ LANGUAGE sql
 AS $$
     SELECT tap.query(p_name,
         $q$SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders$q$)
+$$;
+
+-- The ids of the orders a fresh connection to p_dbname as p_login sees
+-- (acting as p_role when given), like '1,4'.
+CREATE FUNCTION tap.seen_as(
+    p_dbname text, p_login text, p_password text, p_role text DEFAULT null
+)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN (
+        SELECT v.value FROM datatable_roles_dblink.dblink(
+            tap.connstr(p_dbname, p_login, p_password, p_role),
+            $q$SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders$q$
+        ) AS v (value text)
+    );
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
+END;
 $$;
 
 -- Closes a named session; returns 'OK'.
@@ -160,11 +226,21 @@ AS $$
         format('SELECT tableowner::text FROM pg_tables WHERE tablename = %L', p_table))
 $$;
 
--- The number of rows of a table in another database, read as superuser.
+-- The schema of a table in another database.
+CREATE FUNCTION tap.schema_in(p_dbname text, p_table text) RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT tap.query_in(p_dbname,
+        format('SELECT schemaname::text FROM pg_tables WHERE tablename = %L', p_table))
+$$;
+
+-- The number of rows of a table in another database, in whatever schema it
+-- is (a quarantine schema, say), read as superuser.
 CREATE FUNCTION tap.rows_in(p_dbname text, p_table text) RETURNS text
 LANGUAGE sql
 AS $$
-    SELECT tap.query_in(p_dbname, format('SELECT count(*)::text FROM %I', p_table))
+    SELECT tap.query_in(p_dbname, format(
+        'SELECT count(*)::text FROM %I.%I', tap.schema_in(p_dbname, p_table), p_table))
 $$;
 
 ------------------------------------------------------------------------------
@@ -220,7 +296,8 @@ EXCEPTION WHEN OTHERS THEN
 END;
 $$;
 
--- The ids of the orders a job's resolved login sees when it logs in, like '1,4'.
+-- The ids of the orders a job's resolved login sees when it logs in as the
+-- platform connects (tap.connstr_of), like '1,4'.
 CREATE FUNCTION tap.seen(
     p_job uuid, p_datatable text, p_role text DEFAULT null, p_for_migration boolean DEFAULT false
 )
@@ -232,7 +309,7 @@ BEGIN
         SELECT v.value
         FROM tap.resolve(p_job, p_datatable, p_role, p_for_migration) AS r,
             datatable_roles_dblink.dblink(
-                tap.connstr(r.dbname, r.login, r.password),
+                tap.connstr_of(r.dbname, r.login, r.password, r.roles, r.login_kind),
                 $q$SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders$q$
             ) AS v (value text)
     );
@@ -485,6 +562,29 @@ AS $$
     WHERE m.rolname = p_login
 $$;
 
+-- p_roles and the instance's login group, sorted: the memberships of a
+-- login the package hands to a job.
+CREATE FUNCTION tap.with_login_group(p_roles text[]) RETURNS text[]
+LANGUAGE sql STABLE
+AS $$
+    SELECT array_agg(r ORDER BY r)
+    FROM unnest(p_roles || datatable_roles.login_group()) AS r
+$$;
+
+-- The databases a role holds CONNECT on, directly, sorted.
+CREATE FUNCTION tap.connect_databases(p_role text) RETURNS text[]
+LANGUAGE sql STABLE
+AS $$
+    SELECT ARRAY(
+        SELECT pd.datname::text
+        FROM pg_database AS pd,
+            aclexplode(coalesce(pd.datacl, acldefault('d', pd.datdba))) AS acl
+        WHERE acl.grantee = (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = p_role)
+            AND acl.privilege_type = 'CONNECT'
+        ORDER BY 1
+    )
+$$;
+
 -- The grantees holding CONNECT on a database, sorted ('PUBLIC' for public).
 CREATE FUNCTION tap.connect_holders(p_dbname text) RETURNS text[]
 LANGUAGE sql STABLE
@@ -497,6 +597,42 @@ AS $$
         WHERE pd.datname = p_dbname AND acl.privilege_type = 'CONNECT'
         ORDER BY 1
     )
+$$;
+
+------------------------------------------------------------------------------
+-- Clean-up
+------------------------------------------------------------------------------
+
+-- Drops this instance's scoped logins (they are not named after a test
+-- file's prefix, so begin.psql does not find them): in each data table
+-- database, what they own and hold there first (their CONNECT grant
+-- included). Returns how many logins were dropped.
+CREATE FUNCTION tap.drop_scoped_logins() RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    db text;
+    logins text;
+    n integer := 0;
+BEGIN
+    FOR db, logins IN
+        SELECT s.dbname, string_agg(quote_ident(s.login), ', ')
+        FROM datatable_roles.datatable_role_set AS s
+        WHERE EXISTS (SELECT FROM pg_roles AS r WHERE r.rolname = s.login)
+            AND EXISTS (SELECT FROM pg_database AS d WHERE d.datname = s.dbname)
+        GROUP BY s.dbname
+    LOOP
+        PERFORM tap.exec_in(db, 'DROP OWNED BY ' || logins);
+    END LOOP;
+    FOR logins IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE EXISTS (SELECT FROM pg_roles AS r WHERE r.rolname = s.login)
+    LOOP
+        PERFORM tap.exec_in('postgres', format('DROP ROLE %I', logins));
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END;
 $$;
 
 -- The worker role gets the run-time calls (granted once, in the template).
