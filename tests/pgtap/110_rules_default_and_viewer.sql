@@ -4,7 +4,7 @@
 \set test t110
 \ir lib/begin.psql
 
-SELECT plan(79);
+SELECT plan(83);
 
 -- Workspace ws (identities):
 --   pub    tenant of t110_apac (u/pub), and in group emea
@@ -188,19 +188,40 @@ SELECT is(
 );
 
 ------------------------------------------------------------------------------
--- R6 / R7: one role is its own login; several are a wm_set_ login
+-- R6 / R7: one role is a scoped login of this database holding exactly it
+-- (login_kind role); several are the set login of exactly that set (set)
 ------------------------------------------------------------------------------
+SELECT
+    login AS ca_login, login_kind AS ca_kind, roles AS ca_roles
+FROM tap.resolve(:'j_carol_alice', 'main') \gset
 SELECT is(
-    tap.login_of(:'j_carol_alice', 'main'), 't110_emea',
-    'R6: a single role is served by that role''s own login'
+    :'ca_kind'::text || ' ' || :'ca_roles'::text, 'role {t110_emea}',
+    'R6: a single role (t110_emea) gives login_kind role'
+);
+SELECT matches(
+    :'ca_login'::text, '^wm_set_[0-9a-f]{40}$',
+    'R6: ... a scoped wm_set_ login, not the role''s own'
 );
 SELECT is(
-    tap.login_of(:'j_pub_dan', 'main'), 't110_apac',
-    'R6: the default alone is served by its own login'
+    tap.memberships(:'ca_login'), tap.with_login_group('{t110_emea}'),
+    'R6: ... holding exactly t110_emea'
+);
+SELECT is(
+    tap.memberships(tap.login_of(:'j_pub_dan', 'main')), tap.with_login_group('{t110_apac}'),
+    'R6: the default alone is served by the login holding exactly it'
+);
+SELECT is(
+    (SELECT r.login_kind FROM tap.resolve(:'j_pub_alice', 'main') AS r), 'set',
+    'R7: two roles give login_kind set'
 );
 SELECT matches(
     tap.login_of(:'j_pub_alice', 'main'), '^wm_set_[0-9a-f]{40}$',
     'R7: two roles are served by a wm_set_ login'
+);
+SELECT is(
+    tap.memberships(tap.login_of(:'j_pub_alice', 'main')),
+    tap.with_login_group('{t110_apac,t110_emea}'),
+    'R7: ... holding exactly both'
 );
 SELECT isnt(
     tap.login_of(:'j_pub_alice', 'main'), tap.login_of(:'j_pub_bob', 'main'),
@@ -223,7 +244,10 @@ SELECT is(
     tap.seen(:'j_pub_alice', 'nodef'), '1,4',
     'R4: no default: pub''s own tenancy of t110_apac gives nothing; alice''s emea only'
 );
-SELECT is(tap.login_of(:'j_pub_alice', 'nodef'), 't110_emea', 'R4/R6: ... as t110_emea');
+SELECT is(
+    tap.login_of(:'j_pub_alice', 'nodef'), :'ca_login',
+    'R4/R6: ... as the login of t110_emea on this database (the one carol''s job got on main)'
+);
 SELECT is(tap.seen(:'j_pub_bob', 'nodef'), '2,5', 'R4: viewer bob: us only');
 
 ------------------------------------------------------------------------------

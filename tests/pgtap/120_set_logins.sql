@@ -1,9 +1,12 @@
--- SPEC section 5 as row-level security stories: a viewer in several roles is
--- served by a set login that is a member of exactly those roles.
+-- SPEC sections 5 and 6 as row-level security stories: a viewer in several
+-- roles is served by a set login of the data table's database that is a
+-- member of exactly those roles (and of the instance's login group), with
+-- CONNECT on that one database; a script that changes its login's password
+-- or settings does not keep them (the next resolve heals the login).
 \set test t120
 \ir lib/begin.psql
 
-SELECT plan(54);
+SELECT plan(80);
 
 -- Workspace ws: pub is the identity of every app (a tenant of nothing; the
 -- data table has no default). Viewers:
@@ -81,21 +84,47 @@ SELECT isnt(
 -- Another instance (another instance_id) would name the same roles another login.
 BEGIN;
 UPDATE datatable_roles.settings SET instance_id = gen_random_uuid();
-SELECT datatable_roles.set_login_name(array(
+SELECT datatable_roles.set_login_name('t120_dt', array(
     SELECT r.id FROM datatable_roles.catalog_role AS r WHERE r.name IN ('t120_emea', 't120_us')
 )) AS other_instance_login \gset
 ROLLBACK;
+SELECT is(
+    datatable_roles.set_login_name('t120_dt', array(
+        SELECT r.id FROM datatable_roles.catalog_role AS r WHERE r.name IN ('t120_us', 't120_emea')
+    )),
+    :'set_login',
+    'set_login_name gives this instance''s name of it, whatever the order of the ids'
+);
 SELECT isnt(
     :'other_instance_login'::text, :'set_login',
     'the same roles in another instance (another instance_id) get another set login'
+);
+SELECT isnt(
+    datatable_roles.set_login_name('t120_dt2', array(
+        SELECT r.id FROM datatable_roles.catalog_role AS r WHERE r.name IN ('t120_emea', 't120_us')
+    )),
+    :'set_login',
+    'the same roles on another database get another set login'
 );
 
 ------------------------------------------------------------------------------
 -- Memberships: exactly its roles, with INHERIT, nothing granted directly
 ------------------------------------------------------------------------------
 SELECT is(
-    tap.memberships(:'set_login'), '{t120_emea,t120_us}',
-    'the set login is a member of exactly its roles in pg_auth_members'
+    tap.memberships(:'set_login'), tap.with_login_group('{t120_emea,t120_us}'),
+    'the set login is a member of exactly its roles and the login group in pg_auth_members'
+);
+SELECT results_eq(
+    format(
+        $$SELECT rolcanlogin, rolcreaterole, rolbypassrls FROM pg_roles WHERE rolname = %L$$,
+        datatable_roles.login_group()
+    ),
+    $$VALUES (false, false, false)$$,
+    'the login group is NOLOGIN with no attribute'
+);
+SELECT is(
+    tap.connect_databases(datatable_roles.login_group()), '{}',
+    '... and holds CONNECT on no database'
 );
 SELECT ok(
     NOT EXISTS (
@@ -116,11 +145,17 @@ SELECT is(tap.query_in('t120_dt', format($q$
 SELECT is(tap.query_in('t120_dt', format($q$
     SELECT count(*)::text FROM pg_namespace AS n, aclexplode(n.nspacl) AS a WHERE a.grantee = %s
     $q$, :set_oid)), '0', 'no schema ACL names it');
-SELECT ok(
-    NOT EXISTS (
-        SELECT FROM pg_database AS d, aclexplode(d.datacl) AS a WHERE a.grantee = :set_oid
+SELECT is(
+    ARRAY(
+        SELECT d.datname || ':' || a.privilege_type
+        FROM pg_database AS d, aclexplode(d.datacl) AS a WHERE a.grantee = :set_oid
     ),
-    'no database ACL names it (CONNECT comes through its roles)'
+    '{t120_dt:CONNECT}',
+    'its one direct privilege: CONNECT on its data table database'
+);
+SELECT is(
+    tap.connect_databases('t120_emea') || tap.connect_databases('t120_us'), '{}',
+    'its roles hold CONNECT on no database'
 );
 
 ------------------------------------------------------------------------------
@@ -179,11 +214,30 @@ SELECT is(
 );
 SELECT is(
     tap.open_as('e', :'j_eve', 'main'), 't120_emea',
-    'eve (emea only) logs in as t120_emea'
+    'eve (emea only) logs in with the one-role login of t120_emea, acting as t120_emea'
 );
 SELECT matches(
     tap.query('e', 'SELECT count(*)::text FROM t120_mine'), '^error 42501: ',
     'the login of one of its roles (t120_emea) cannot read the set login''s table'
+);
+SELECT is(
+    tap.exec('e', 'RESET ROLE') || ' ' || tap.query('e', 'SELECT current_user::text'),
+    'RESET t120_emea',
+    'RESET ROLE in that session keeps acting as t120_emea (the startup option''s value)'
+);
+SELECT is(tap.exec('e', 'SET ROLE NONE'), 'SET', 'SET ROLE NONE ...');
+SELECT matches(
+    tap.query('e', 'SELECT current_user::text'), '^wm_set_[0-9a-f]{40}$',
+    '... acts as the one-role login itself'
+);
+SELECT is(
+    tap.seen_by('e') || ':' || (tap.query('e', 'SELECT count(*)::text FROM t120_mine') ~ '^error 42501: ')::text,
+    '1,4:true',
+    '... which reaches the same rows, and not the set login''s table either'
+);
+SELECT matches(
+    tap.exec('e', 'SET ROLE t120_us'), '^error 42501: ',
+    '... nor may it SET ROLE to a role it does not hold'
 );
 SELECT matches(
     tap.open_as('c', :'j_carol', 'main'), '^wm_set_',
@@ -199,6 +253,68 @@ SELECT matches(
     '... and then cannot read its own table either (objects belong to the set login)'
 );
 SELECT is(tap.exec('s', 'RESET ROLE'), 'RESET', 'RESET ROLE');
+
+------------------------------------------------------------------------------
+-- A script that changes its login's password or settings does not keep them:
+-- the next resolve takes the login back (healed) before handing it out
+------------------------------------------------------------------------------
+SELECT is(
+    tap.exec('s', $$ALTER ROLE CURRENT_USER PASSWORD 'the-script-knows-this'$$), 'ALTER ROLE',
+    'a script on the set login changes its password'
+);
+SELECT is(
+    tap.connect_to('t120_dt', :'set_login', 'the-script-knows-this'), :'set_login',
+    '... which then logs in with it'
+);
+SELECT login AS h1_login, password AS h1_password FROM tap.resolve(:'j_alice', 'main') \gset
+SELECT is(:'h1_login'::text, :'set_login', 'the next resolve hands out the same login ...');
+SELECT isnt(:'h1_password'::text, :'r1_password', '... with a new password');
+SELECT is(
+    tap.seen_as('t120_dt', :'set_login', :'h1_password'), '1,2,4,5',
+    '... with which it logs in and sees the union'
+);
+SELECT matches(
+    tap.connect_to('t120_dt', :'set_login', 'the-script-knows-this'),
+    '^error 08001: password authentication failed',
+    'the script''s password no longer works'
+);
+SELECT is(tap.seen_by('s'), '1,2,4,5', 'the script''s open session was not ended');
+SELECT is(
+    tap.exec('s', 'ALTER ROLE CURRENT_USER SET search_path = evil, public'), 'ALTER ROLE',
+    'the script gives its login a setting every later session would start with'
+);
+SELECT is(
+    tap.exec('s', $$ALTER ROLE CURRENT_USER IN DATABASE t120_dt SET work_mem = '77MB'$$),
+    'ALTER ROLE',
+    '... and one in its database'
+);
+SELECT login AS h2_login, password AS h2_password FROM tap.resolve(:'j_alice', 'main') \gset
+SELECT is(:'h2_login'::text, :'set_login', 'the next resolve hands out the same login ...');
+SELECT isnt(:'h2_password'::text, :'h1_password', '... healed: a new password');
+SELECT is(
+    (
+        SELECT r.rolconfig IS NULL AND NOT EXISTS (
+            SELECT FROM pg_db_role_setting AS d WHERE d.setrole = r.oid
+        )
+        FROM pg_roles AS r WHERE r.rolname = :'set_login'
+    ),
+    true,
+    '... and no setting left, globally or in its database'
+);
+SELECT is(
+    tap.open('h', :'set_login', :'h2_password', 't120_dt'), :'set_login',
+    'a new session as the healed login'
+);
+SELECT is(
+    tap.query('h', $$SELECT current_setting('search_path') || ' ' || current_setting('work_mem')$$),
+    (SELECT current_setting('search_path') || ' ' || current_setting('work_mem')),
+    '... starts with the defaults, not the script''s settings'
+);
+SELECT is(tap.close('h'), 'OK', 'the session ends');
+SELECT is(
+    (SELECT r.password FROM tap.resolve(:'j_alice', 'main') AS r), :'h2_password',
+    'an intact login is handed out as it is: the same password'
+);
 
 ------------------------------------------------------------------------------
 -- A rename moves no login
@@ -246,7 +362,7 @@ SELECT is(
 );
 SELECT is(tap.seen(:'j_alice', 'main'), '1,3,4', '... which sees emea and apac');
 SELECT is(
-    tap.memberships(:'set_login'), '{t120_emea,t120_usa}',
+    tap.memberships(:'set_login'), tap.with_login_group('{t120_emea,t120_usa}'),
     'the old set login''s memberships are unchanged'
 );
 SELECT is(tap.seen(:'j_bob', 'main'), '1,2,4,5', 'bob still gets the old set login''s rows');

@@ -1,9 +1,10 @@
 -- SPEC section 7: the viewer recorded at a job's start (per origin, once),
--- the identity captured then, bad input, and the result cache path.
+-- the identity captured then, bad input, and the result cache path (which
+-- hashes the job identity and the viewer).
 \set test t130
 \ir lib/begin.psql
 
-SELECT plan(75);
+SELECT plan(79);
 
 -- Workspace ws: pub (the identity of most jobs), alice (tenant of t130_us),
 -- bob (tenant of t130_emea), gx (group x), gy (joins group x later),
@@ -335,7 +336,13 @@ SELECT isnt(
 );
 SELECT is(
     cached_result_path(:'j_run', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
-    'another run with the same viewer (alice) shares the path'
+    'another run of the same identity (u/pub) with the same viewer (alice) shares the path'
+);
+SELECT tap.start_job('ws', 'u/bob', 'app', 'alice@x.io') AS j_app_bob \gset
+SELECT is(tap.viewer_of(:'j_app_bob'), 'alice@x.io', 'an app run as u/bob, viewed by alice');
+SELECT isnt(
+    cached_result_path(:'j_app_bob', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
+    'the same viewer and args under another identity (u/bob) get another path'
 );
 SELECT isnt(
     cached_result_path(:'j_preview', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
@@ -352,13 +359,24 @@ SELECT is(
 );
 SELECT is(
     cached_result_path(:'j_sched', 'f/x/report', '{"a":1,"b":2}'),
-    cached_result_path(:'j_anon', 'f/x/report', '{"a":1,"b":2}'),
-    'two runs with no viewer (a schedule and an anonymous app) share one path'
+    cached_result_path(:'j_trig', 'f/x/report', '{"a":1,"b":2}'),
+    'two runs of one identity (u/alice) with no viewer (a schedule and a trigger) share one path'
 );
 SELECT is(
     cached_result_path(:'j_agent', 'f/x/report', '{"a":1,"b":2}'),
+    cached_result_path(:'j_sched', 'f/x/report', '{"a":1,"b":2}'),
+    '... and so does its agent tool job'
+);
+SELECT tap.start_job('ws', 'u/alice', 'schedule') AS j_sched2 \gset
+SELECT is(
+    cached_result_path(:'j_sched2', 'f/x/report', '{"a":1,"b":2}'),
+    cached_result_path(:'j_sched', 'f/x/report', '{"a":1,"b":2}'),
+    '... and its next scheduled run'
+);
+SELECT isnt(
+    cached_result_path(:'j_sched', 'f/x/report', '{"a":1,"b":2}'),
     cached_result_path(:'j_anon', 'f/x/report', '{"a":1,"b":2}'),
-    '... and so does an agent tool job'
+    'runs with no viewer of two identities (alice''s schedule, pub''s anonymous app) do not'
 );
 SELECT isnt(
     cached_result_path(:'j_sched', 'f/x/report', '{"a":1,"b":2}'), :'p_alice',
