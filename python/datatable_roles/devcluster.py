@@ -225,6 +225,12 @@ class Cluster:
                 " AND attname = 'instance_id' AND NOT attisdropped)").fetchone()
             if has_instance_id:
                 conn.execute("UPDATE datatable_roles.settings SET instance_id = gen_random_uuid()")
+            if conn.execute("SELECT to_regprocedure('datatable_roles.renew_link_login()')"
+                            " IS NOT NULL").fetchone()[0]:
+                # A link login of its own: a rotation here must not lock out the others.
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.owner)))
+                conn.execute("SELECT datatable_roles.renew_link_login()")
+                conn.execute("RESET ROLE")
             if grant_worker:
                 conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.owner)))
                 conn.execute("SELECT datatable_roles.grant_worker(%s)", [self.worker])

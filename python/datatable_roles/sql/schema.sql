@@ -1350,6 +1350,40 @@ $_$;
 
 ALTER FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.renew_link_login() RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    link text := 'dtr_link_' || left(replace(
+        (SELECT s.instance_id::text FROM datatable_roles.settings AS s), '-', ''), 20);
+    fresh text := datatable_roles.new_password();
+    fresh_verifier text := datatable_roles.verifier_for(fresh);
+    held text;
+BEGIN
+    IF link = datatable_roles.link_login() THEN
+        RETURN link;
+    END IF;
+    EXECUTE format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER PASSWORD %L', link, fresh_verifier);
+    FOR held IN
+        SELECT r.name FROM datatable_roles.catalog_role AS r
+        UNION
+        SELECT d.admin_login FROM datatable_roles.datatable AS d WHERE d.admin_login IS NOT NULL
+    LOOP
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = held) THEN
+            EXECUTE format('GRANT %I TO %I', held, link);
+        END IF;
+    END LOOP;
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), link);
+    UPDATE datatable_roles.link_credential
+    SET login = link, password = fresh, verifier = fresh_verifier,
+        rotated_at = (SELECT datatable_roles.clock_now());
+    RETURN link;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.renew_link_login() OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.require(p_value anyelement, p_argument text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3054,6 +3088,8 @@ REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.pg16_or_later() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.renew_link_login() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require(p_value anyelement, p_argument text) FROM PUBLIC;
 

@@ -403,6 +403,46 @@ BEGIN
 END;
 $$;
 
+-- A metadata database copied from another (CREATE DATABASE ... TEMPLATE)
+-- shares the original's instance id and link login, and a rotation in one
+-- would lock the other out. As the owner, after giving the copy an instance
+-- id of its own (UPDATE datatable_roles.settings SET instance_id =
+-- gen_random_uuid()): SELECT datatable_roles.renew_link_login(); makes the
+-- copy a link login of its own, with the memberships and CONNECT it needs.
+-- Returns its name.
+CREATE OR REPLACE FUNCTION datatable_roles.renew_link_login()
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    link text := 'dtr_link_' || left(replace(
+        (SELECT s.instance_id::text FROM datatable_roles.settings AS s), '-', ''), 20);
+    fresh text := datatable_roles.new_password();
+    fresh_verifier text := datatable_roles.verifier_for(fresh);
+    held text;
+BEGIN
+    IF link = datatable_roles.link_login() THEN
+        RETURN link;
+    END IF;
+    EXECUTE format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER PASSWORD %L', link, fresh_verifier);
+    FOR held IN
+        SELECT r.name FROM datatable_roles.catalog_role AS r
+        UNION
+        SELECT d.admin_login FROM datatable_roles.datatable AS d WHERE d.admin_login IS NOT NULL
+    LOOP
+        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = held) THEN
+            EXECUTE format('GRANT %I TO %I', held, link);
+        END IF;
+    END LOOP;
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), link);
+    UPDATE datatable_roles.link_credential
+    SET login = link, password = fresh, verifier = fresh_verifier,
+        rotated_at = (SELECT datatable_roles.clock_now());
+    RETURN link;
+END;
+$$;
+
 -- Drops this instance's logins unused for unused_for (default: settings
 -- unused_after, 30 days), going by this instance's rows only. Per login:
 -- take away its password and LOGIN (commit), then, holding the login's lock,

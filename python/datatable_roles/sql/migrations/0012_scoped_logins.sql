@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: 3b497049ffc02f45a028fa6bf14ace2aef9e36fb10568525e9665d2e635f61cf
+-- functions: 1af78531309f2c294f8128692699fd299c54da286f4c17b3a6be9eb3c15126b0
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
