@@ -416,11 +416,11 @@ SELECT results_eq(
     'the set login holding it is retired: empty password, NOLOGIN'
 );
 SELECT is(
-    ARRAY(
+    array(
         SELECT s.login FROM datatable_roles.datatable_role_set AS s
-        JOIN pg_roles AS r ON r.rolname = s.login
-        WHERE s.role_ids @> ARRAY[(SELECT id FROM datatable_roles.catalog_role WHERE name = 't20_us')]
-            AND (r.rolcanlogin OR s.password <> '')
+        INNER JOIN pg_roles AS r ON s.login = r.rolname
+        INNER JOIN datatable_roles.catalog_role AS c ON s.role_ids @> ARRAY[c.id]
+        WHERE c.name = 't20_us' AND (r.rolcanlogin OR s.password <> '')
     ),
     '{}'::text[],
     'no login holding it may log in'

@@ -64,7 +64,10 @@ SELECT ok(
     'the admin login''s password is set again through a verifier the package keeps'
 );
 SELECT ok(
-    (SELECT starts_with(rolpassword, 'SCRAM-SHA-256$4096:') FROM pg_authid WHERE rolname = 't30_admin'),
+    (
+        SELECT starts_with(rolpassword, 'SCRAM-SHA-256$4096:') FROM pg_authid
+        WHERE rolname = 't30_admin'
+    ),
     '... a SCRAM verifier of 4096 iterations (it was set with 16)'
 );
 SELECT is(
@@ -310,7 +313,7 @@ SELECT lives_ok(
     'removing the last mapped role'
 );
 SELECT is(
-    ARRAY(
+    array(
         SELECT h.holder FROM unnest(tap.connect_holders('t30_dt')) AS h (holder)
         WHERE tap.can_login(h.holder)
     ),

@@ -284,7 +284,8 @@ SELECT ok(
 SELECT is(
     (
         SELECT count(*)::integer FROM information_schema.columns
-        WHERE table_schema = 'datatable_roles' AND table_name = 'catalog_role'
+        WHERE
+            table_schema = 'datatable_roles' AND table_name = 'catalog_role'
             AND column_name LIKE '%password%'
     ),
     0,

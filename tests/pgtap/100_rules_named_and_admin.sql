@@ -373,7 +373,8 @@ SELECT tap.exec_in('t100_dt', format(
 )) AS altered \gset
 SELECT matches(
     tap.refusal(:'j_tad', 'main', 'admin'),
-    '^55000\|admin_password( \(DETAIL (none)?\))?\|data table ws/main: .*admin login t100_admin.*changed',
+    '^55000\|admin_password( \(DETAIL (none)?\))?\|'
+    || 'data table ws/main: .*admin login t100_admin.*changed',
     'a resolve to the admin login whose password was changed is refused: 55000, admin_password'
 );
 SELECT matches(

@@ -146,11 +146,12 @@ SELECT is(tap.query_in('t120_dt', format($q$
     SELECT count(*)::text FROM pg_namespace AS n, aclexplode(n.nspacl) AS a WHERE a.grantee = %s
     $q$, :set_oid)), '0', 'no schema ACL names it');
 SELECT is(
-    ARRAY(
-        SELECT d.datname || ':' || a.privilege_type
-        FROM pg_database AS d, aclexplode(d.datacl) AS a WHERE a.grantee = :set_oid
+    array(
+        SELECT d.datname || '/' || a.privilege_type
+        FROM pg_database AS d CROSS JOIN LATERAL aclexplode(d.datacl) AS a
+        WHERE a.grantee = :set_oid
     ),
-    '{t120_dt:CONNECT}',
+    '{t120_dt/CONNECT}',
     'its one direct privilege: CONNECT on its data table database'
 );
 SELECT is(
@@ -231,7 +232,8 @@ SELECT matches(
     '... acts as the one-role login itself'
 );
 SELECT is(
-    tap.seen_by('e') || ':' || (tap.query('e', 'SELECT count(*)::text FROM t120_mine') ~ '^error 42501: ')::text,
+    tap.seen_by('e') || ':'
+    || (tap.query('e', 'SELECT count(*)::text FROM t120_mine') ~ '^error 42501: ')::text,
     '1,4:true',
     '... which reaches the same rows, and not the set login''s table either'
 );
@@ -293,12 +295,12 @@ SELECT is(:'h2_login'::text, :'set_login', 'the next resolve hands out the same 
 SELECT isnt(:'h2_password'::text, :'h1_password', '... healed: a new password');
 SELECT is(
     (
-        SELECT r.rolconfig IS NULL AND NOT EXISTS (
-            SELECT FROM pg_db_role_setting AS d WHERE d.setrole = r.oid
-        )
+        SELECT
+            r.rolconfig IS NULL
+            AND NOT EXISTS (SELECT FROM pg_db_role_setting AS d WHERE d.setrole = r.oid)
         FROM pg_roles AS r WHERE r.rolname = :'set_login'
     ),
-    true,
+    TRUE,
     '... and no setting left, globally or in its database'
 );
 SELECT is(

@@ -398,7 +398,8 @@ SELECT matches(
 );
 SELECT is(tap.seen_by('h'), '1,2,4,5', 'the session open before goes on');
 SELECT is(
-    (SELECT r.password FROM tap.resolve(:'j_alice', 'main') AS r), tap.set_login_password(:'h_login'),
+    (SELECT r.password FROM tap.resolve(:'j_alice', 'main') AS r),
+    tap.set_login_password(:'h_login'),
     'the next resolve hands out the new password'
 );
 SELECT is(tap.close('h'), 'OK', 'the session ends');
