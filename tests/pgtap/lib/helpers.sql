@@ -639,11 +639,3 @@ $$;
 SET ROLE dtr_owner;
 DO $$ BEGIN PERFORM datatable_roles.grant_worker('dtr_worker'); END $$;
 RESET ROLE;
-
--- Every test file's metadata database is a clone of this one and so shares
--- its link login (cluster-wide) and the password kept for it. A sweep
--- rotates that password in one clone only: on a cluster kept from an earlier
--- run the link login no longer has the password the clones keep. Give it
--- that password again (as a verifier), so that each run starts in step.
-SELECT format('ALTER ROLE %I PASSWORD %L', c.login, datatable_roles.verifier_for(c.password))
-FROM datatable_roles.link_credential AS c \gexec
