@@ -17,9 +17,8 @@ every planted object still exists, owned by the admin login, in a ``wm_quarantin
 its rows intact.
 
 Then: a large object or a temporary table a login left in ``postgres`` or in its data table
-database does not keep the sweep from dropping it. A login that owns nothing at all cannot be
-swept now (OWNS_NOTHING, a bug of the SQL, marked xfail), which also makes the
-temporary-table cases depend on a race (marked xfail, not strict).
+database does not keep the sweep from dropping it, nor does owning nothing at all (its one
+privilege, CONNECT on its database, is taken back before DROP ROLE).
 
 Roles are cluster-wide: every one made here is named by the world (uid prefix). Admin calls run
 as the package owner, resolves as the worker role; time moves by ``settings.clock_offset``,
@@ -477,20 +476,6 @@ def test_every_trap_a_script_plants_is_dead_after_its_objects_pass_to_the_admin(
 # of the login with dbid <> 0. A set login's one direct privilege, CONNECT on its database,
 # is a row with dbid 0 (a shared object), so a login with nothing else anywhere gets no
 # DROP OWNED, and its DROP ROLE fails.
-OWNS_NOTHING = (
-    "SQL: sweep_drop cannot drop a set login that owns nothing in any database. Its CONNECT "
-    "on its data table database (granted by make_login) is a pg_shdepend row with "
-    "dbid 0, which databases_holding() skips (sd.dbid <> 0); so move_objects_of() runs no "
-    "DROP OWNED, and DROP ROLE fails with 'cannot be dropped because some objects depend on "
-    "it' (privileges for database ...): the login is reported unfinished at every sweep")
-TEMP_RACE = pytest.mark.xfail(strict=False, reason=(
-    "while the bug below stands, a race: the sweep ends the session, and when its backend "
-    "has dropped its temporary objects before move_objects_of() looks, the login owns "
-    "nothing and its DROP ROLE fails; when not, a DROP OWNED runs and the sweep finishes. "
-    + OWNS_NOTHING))
-
-
-@pytest.mark.xfail(strict=True, reason=OWNS_NOTHING)
 def test_a_login_that_owns_nothing_is_swept(world):
     """vic's set login, resolved and never used to make anything, goes unused past
     unused_after: the sweep drops it and its row, with nothing unfinished."""
@@ -508,8 +493,8 @@ def test_a_login_that_owns_nothing_is_swept(world):
 @pytest.mark.parametrize(("what", "where"), [
     ("large_object", "postgres"),
     ("large_object", "datatable"),
-    pytest.param("temp_table", "postgres", marks=TEMP_RACE),
-    pytest.param("temp_table", "datatable", marks=TEMP_RACE),
+    pytest.param("temp_table", "postgres"),
+    pytest.param("temp_table", "datatable"),
 ])
 def test_a_large_object_or_temp_table_a_login_left_does_not_block_its_sweep(world, what, where):
     """vic's set login leaves a large object (its session closed) or a temporary table (its

@@ -1593,6 +1593,28 @@ $$;
 
 ALTER FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.revoke_database_grants(p_role text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    db text;
+BEGIN
+    FOR db IN
+        SELECT pd.datname FROM pg_database AS pd
+        WHERE EXISTS (
+            SELECT FROM aclexplode(pd.datacl) AS a
+            WHERE a.grantee = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_role)
+        )
+        ORDER BY pd.datname
+    LOOP
+        EXECUTE format('REVOKE ALL ON DATABASE %I FROM %I', db, p_role);
+    END LOOP;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.revoke_database_grants(p_role text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) RETURNS TABLE(ids bigint[], names text[])
     LANGUAGE sql STABLE
     AS $$
@@ -1846,6 +1868,7 @@ BEGIN
     END IF;
     BEGIN
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
+            PERFORM datatable_roles.revoke_database_grants(p_login);
             EXECUTE format('DROP ROLE %I', p_login);
         END IF;
         PERFORM datatable_roles.fault_point('sweep:after_drop_role');
@@ -2195,6 +2218,7 @@ BEGIN
     DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
     DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
     PERFORM datatable_roles.end_sessions_of(target.name);
+    PERFORM datatable_roles.revoke_database_grants(target.name);
     BEGIN
         EXECUTE format('DROP ROLE %I', target.name);
     EXCEPTION WHEN dependent_objects_still_exist THEN
@@ -3106,6 +3130,8 @@ REVOKE ALL ON FUNCTION datatable_roles.require_workspace(p_workspace text) FROM 
 REVOKE ALL ON FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.revoke_database_grants(p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) FROM PUBLIC;
 

@@ -90,6 +90,30 @@ AS $$
     ORDER BY pd.datname
 $$;
 
+-- Takes back every privilege a role holds on databases (a scoped login's
+-- CONNECT): shared objects, which DROP OWNED in one database does not
+-- reach when the role owns nothing anywhere, and DROP ROLE refuses to leave.
+CREATE OR REPLACE FUNCTION datatable_roles.revoke_database_grants(p_role text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    db text;
+BEGIN
+    FOR db IN
+        SELECT pd.datname FROM pg_database AS pd
+        WHERE EXISTS (
+            SELECT FROM aclexplode(pd.datacl) AS a
+            WHERE a.grantee = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_role)
+        )
+        ORDER BY pd.datname
+    LOOP
+        EXECUTE format('REVOKE ALL ON DATABASE %I FROM %I', db, p_role);
+    END LOOP;
+END;
+$$;
+
 -- Gives what p_login owns, in every data table database where it owns or
 -- holds anything (pg_shdepend tells which), to that database's admin login,
 -- kept but inert (quarantine_statements: nothing it held can run with the
@@ -244,6 +268,7 @@ BEGIN
     END IF;
     BEGIN
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
+            PERFORM datatable_roles.revoke_database_grants(p_login);
             EXECUTE format('DROP ROLE %I', p_login);
         END IF;
         PERFORM datatable_roles.fault_point('sweep:after_drop_role');
@@ -507,6 +532,7 @@ BEGIN
     DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
     DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
     PERFORM datatable_roles.end_sessions_of(target.name);
+    PERFORM datatable_roles.revoke_database_grants(target.name);
     BEGIN
         EXECUTE format('DROP ROLE %I', target.name);
     EXCEPTION WHEN dependent_objects_still_exist THEN

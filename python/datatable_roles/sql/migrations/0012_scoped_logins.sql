@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: 1af78531309f2c294f8128692699fd299c54da286f4c17b3a6be9eb3c15126b0
+-- functions: 023ffdac773f8de6c20d6a7d32b8a76e748e221ddf9a669903c1f265673b975e
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
