@@ -182,21 +182,6 @@ AS $$
     SELECT datatable_roles_dblink.dblink_disconnect(p_name)
 $$;
 
--- The current_user of a fresh connection as p_login with p_password.
-CREATE FUNCTION tap.login_as(p_login text, p_password text) RETURNS text
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN (
-        SELECT v.value FROM datatable_roles_dblink.dblink(
-            tap.connstr('postgres', p_login, p_password), 'SELECT current_user::text'
-        ) AS v (value text)
-    );
-EXCEPTION WHEN OTHERS THEN
-    RETURN 'error ' || SQLSTATE || ': ' || SQLERRM;
-END;
-$$;
-
 -- Runs statements as superuser in another database of the cluster, committed.
 CREATE FUNCTION tap.exec_in(p_dbname text, p_sql text) RETURNS text
 LANGUAGE sql
