@@ -1761,6 +1761,7 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
         'touch_every', st.touch_every::text,
         'rotate_every', st.rotate_every::text,
         'login_group', st.login_group,
+        'link_login', datatable_roles.link_login(),
         'clock_offset', st.clock_offset::text,
         'now', c.now,
         'datatables', coalesce((

@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: 023ffdac773f8de6c20d6a7d32b8a76e748e221ddf9a669903c1f265673b975e
+-- functions: 83de327be0234094c7903e7d14c520d40bdaa10afd95bf1c09f62f9c4b4804de
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
