@@ -596,27 +596,26 @@ def _wait_for(check, what: str, timeout: float = 15.0) -> None:
 
 
 @contextlib.contextmanager
-def login_group_rule(w: World, uid: str, link_line: bool = False):
-    """The operator's pg_hba.conf lines of docs/trust.md, before every other line: the owner's
-    and the worker's own lines (with ``link_line``, the link login's too), then the login
-    group refused on postgres and the metadata database (host and local). Restored, and
-    reloaded, when the block ends. A probe login in the group tells when the postmaster has
-    loaded each version."""
+def login_group_rule(w: World, uid: str):
+    """The operator's pg_hba.conf lines of docs/trust.md, before every other line: the
+    owner's, the worker's and the link login's own lines (names as `status` shows them),
+    then the login group refused on postgres, template1 and the metadata database; for the
+    socket as for TCP. Restored, and reloaded, when the block ends. A probe login in the group
+    tells when the postmaster has loaded each version."""
     c = w.cluster
-    group = login_group(w)
-    accepted = [c.owner, c.worker]
-    if link_line:
-        accepted.append(w.call("SELECT datatable_roles.link_login()")[0][0])
+    report = status(w)
+    group = report["login_group"]
+    accepted = ",".join([c.owner, c.worker, report["link_login"]])
     probe = f"{uid}_probe"
     probe_pw = plain_login(w, probe)
     w.su("postgres").execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group),
                                                               sql.Identifier(probe)))
-    dbs = f"postgres,{w.meta.name}"
+    refused = f"postgres,template1,{w.meta.name}"
     lines = [
-        f"local {dbs} {','.join(accepted)} scram-sha-256",
-        f"host {dbs} {','.join(accepted)} 127.0.0.1/32 scram-sha-256",
-        f"local {dbs} +{group} reject",
-        f"host {dbs} +{group} all reject",
+        f"local all {accepted} scram-sha-256",
+        f"host all {accepted} 127.0.0.1/32 scram-sha-256",
+        f"local {refused} +{group} reject",
+        f"host {refused} +{group} all reject",
     ]
     path, original = _hba_file(c)
 
@@ -646,8 +645,9 @@ def test_a_pg_hba_rule_on_the_login_group_keeps_generated_logins_out_of_postgres
         for tcp in (True, False):
             reason = connect_error(w, r.login, r.password, "postgres", tcp)
             assert "pg_hba.conf rejects" in reason, reason
-            reason = connect_error(w, r.login, r.password, w.meta.name, tcp)
-            assert "pg_hba.conf rejects" in reason, reason
+            for db in (w.meta.name, "template1"):
+                reason = connect_error(w, r.login, r.password, db, tcp)
+                assert "pg_hba.conf rejects" in reason, reason
             assert connect_error(w, other, other_pw, "postgres", tcp) == ""
         # the platform goes on: the owner and the worker reach the metadata database, the
         # login its data table
@@ -659,24 +659,9 @@ def test_a_pg_hba_rule_on_the_login_group_keeps_generated_logins_out_of_postgres
             assert order_ids(conn) == rows
 
 
-LINK_IN_GROUP = (
-    "70_lifecycle.sql sweep_take_away GRANTs the set login to the link login (to move what it "
-    "owns), which makes the link login an indirect member of the login group; pg_hba's +group "
-    "matches indirect members, so the reject line docs/trust.md and README.md tell operators "
-    "to write (after the owner's and worker's lines only) refuses the link login's dblink "
-    "session to postgres: move_objects_of reports 'postgres: could not establish connection' "
-    "and the login stays unfinished at every sweep. The docs must give the link login a line "
-    "before the reject line too (the rule_with_the_link_logins_line case passes)")
-
-
-@pytest.mark.parametrize("rule", [
-    pytest.param(None, id="no_rule"),
-    pytest.param("documented", id="documented_rule",
-                 marks=pytest.mark.xfail(strict=True, reason=LINK_IN_GROUP)),
-    pytest.param("with_link_line", id="rule_with_the_link_logins_line"),
-])
+@pytest.mark.parametrize("under_rule", [False, True], ids=["no_rule", "login_group_rule"])
 def test_a_large_object_left_in_postgres_blocks_neither_the_sweep_nor_a_role_drop(
-        world, uid, rule):
+        world, uid, under_rule):
     """Before the operator's rule, a one-role login (acting as finance) and a set login each
     connect to postgres and create large objects there, as themselves and as finance. Under
     the rule, the sweep of both logins finishes, then drop_datatable_role(finance) does, and
@@ -700,11 +685,7 @@ def test_a_large_object_left_in_postgres_blocks_neither_the_sweep_nor_a_role_dro
                                [list(made)]).fetchall())
 
     assert owners() == made
-    if rule is None:
-        under = contextlib.nullcontext()
-    else:
-        under = login_group_rule(w, uid, link_line=rule == "with_link_line")
-    with under:
+    with login_group_rule(w, uid) if under_rule else contextlib.nullcontext():
         w.advance_clock("31 days")
         report = w.sweep()
         assert report["unfinished"] == [], report
