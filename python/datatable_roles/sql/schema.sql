@@ -1701,17 +1701,35 @@ CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations int
 DECLARE
     secret bytea := convert_to(p_password, 'UTF8');
     salt bytea := decode(replace(gen_random_uuid()::text, '-', ''), 'hex');
+    k bytea;
+    inner_key bytea;
+    outer_key bytea;
     u bytea;
+    acc bit(256);
     salted bytea;
 BEGIN
-    u := datatable_roles.hmac_sha256(secret, salt || '\x00000001'::bytea);
-    salted := u;
-    FOR i IN 2..p_iterations LOOP
-        u := datatable_roles.hmac_sha256(secret, u);
-        FOR j IN 0..31 LOOP
-            salted := set_byte(salted, j, get_byte(salted, j) # get_byte(u, j));
-        END LOOP;
+    -- PBKDF2-HMAC-SHA-256 with the key's padded blocks computed once (the key,
+    -- the password, is the same in every iteration) and the running XOR kept
+    -- as a bit string: a few C calls per iteration instead of byte loops.
+    k := CASE WHEN length(secret) > 64 THEN sha256(secret) ELSE secret END;
+    k := k || decode(repeat('00', 64 - length(k)), 'hex');
+    inner_key := k;
+    outer_key := k;
+    FOR i IN 0..63 LOOP
+        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
+        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
     END LOOP;
+    u := sha256(outer_key || sha256(inner_key || salt || '\x00000001'::bytea));
+    acc := ('x' || encode(u, 'hex'))::bit(256);
+    FOR i IN 2..p_iterations LOOP
+        u := sha256(outer_key || sha256(inner_key || u));
+        acc := acc # ('x' || encode(u, 'hex'))::bit(256);
+    END LOOP;
+    salted := decode((
+        SELECT string_agg(lpad(to_hex(substring(acc FROM 1 + 64 * j FOR 64)::bigint), 16, '0'), ''
+            ORDER BY j)
+        FROM generate_series(0, 3) AS j
+    ), 'hex');
     RETURN format(
         'SCRAM-SHA-256$%s:%s$%s:%s',
         p_iterations,

@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: 83de327be0234094c7903e7d14c520d40bdaa10afd95bf1c09f62f9c4b4804de
+-- functions: b560daa1fa5b2c02ddf201ec958fcc481edd3fd565c5d7f0d581a4b365763b50
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
