@@ -50,15 +50,14 @@ def order_ids(conn: psycopg.Connection) -> list[int]:
     return [r[0] for r in conn.execute("SELECT id FROM orders ORDER BY id")]
 
 
-def script(w: World, r: Resolved, dbname: str | None = None, tcp: bool = True,
-           password: str | None = None) -> psycopg.Connection:
+def script(w: World, r: Resolved, dbname: str | None = None,
+           tcp: bool = True) -> psycopg.Connection:
     """A session as the job's code gets it: the resolved login and password; a one-role
     login acts as its role (the startup option the platform passes, R6)."""
     kw = {}
     if len(r.roles) == 1 and r.roles != ["admin"]:
         kw["options"] = f"-c role={r.roles[0]}"
-    return connect(w.login_conninfo(r.login, password or r.password, dbname or r.dbname, tcp),
-                   **kw)
+    return connect(w.login_conninfo(r.login, r.password, dbname or r.dbname, tcp), **kw)
 
 
 def connect_error(w: World, login: str, password: str, dbname: str, tcp: bool = True) -> str:
