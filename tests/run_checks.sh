@@ -53,7 +53,7 @@ step_pg_prove() {
     "${PSQL[@]}" -q -d dtr_tap_template -c 'CREATE EXTENSION pgtap' \
         -f tests/pgtap/lib/helpers.sql
     # -j1: the tests create cluster-wide roles.
-    pg_prove --psql-bin "$PG_CLIENT_BIN/psql" --ext .sql -j1 --failures --comments \
+    pg_prove --psql-bin "$PG_CLIENT_BIN/psql" --ext .sql -j1 --timer --failures --comments \
         -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres "${files[@]}"
 }
 

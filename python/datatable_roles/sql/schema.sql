@@ -1772,6 +1772,7 @@ ALTER FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) 
 CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    SET jit TO 'off'
     AS $$
     SELECT jsonb_build_object(
         'instance_id', st.instance_id,
@@ -1940,6 +1941,7 @@ ALTER FUNCTION datatable_roles.sweep_start(p_unused_for interval) OWNER TO dtr_o
 CREATE FUNCTION datatable_roles.sweep_step(p_state jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    SET jit TO 'off'
     AS $$
 DECLARE
     st jsonb := p_state;
@@ -2254,6 +2256,7 @@ ALTER FUNCTION public.drop_datatable_role(name text) OWNER TO dtr_owner;
 CREATE FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    SET jit TO 'off'
     AS $$
 DECLARE
     d datatable_roles.decision;
@@ -2608,6 +2611,7 @@ CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     AS $$
 DECLARE
     d datatable_roles.decision;

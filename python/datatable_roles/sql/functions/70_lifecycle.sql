@@ -342,6 +342,7 @@ CREATE OR REPLACE FUNCTION datatable_roles.sweep_step(p_state jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
+SET jit = off  -- as resolve_datatable_role: catalog lookups estimated far too dear
 AS $$
 DECLARE
     st jsonb := p_state;

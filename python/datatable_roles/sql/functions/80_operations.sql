@@ -38,6 +38,7 @@ CREATE OR REPLACE FUNCTION datatable_roles.status_report()
 RETURNS jsonb
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
+SET jit = off
 AS $$
     SELECT jsonb_build_object(
         'instance_id', st.instance_id,

@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: b560daa1fa5b2c02ddf201ec958fcc481edd3fd565c5d7f0d581a4b365763b50
+-- functions: b59f59f66ef08033d84775b55e94e87fbb2a6f3b99b8251e167c542471f5f694
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
