@@ -12,8 +12,10 @@ conftest.py turns it into fixtures (``cluster``, ``uid``, ``scratch``, ``meta_db
   the world's verbs (``resolve``, ``sweep``, ``call``, ``job``, ...) and its view of the
   cluster (``rows``, ``role_state``, ``table_owner``, ...); ``ACME`` and ``LIFECYCLE`` are the
   worlds several files share;
-- logging in with a returned password (:func:`authenticates`, :func:`login_error`,
-  :func:`create_table_as`, :func:`check_rows_authenticate`);
+- logging in with a returned password (:func:`job_session`, :func:`authenticates`,
+  :func:`login_error`, :func:`create_table_as`, :func:`check_rows_authenticate`); a one-role
+  login (R6) acts as its role when the connection passes the startup option
+  ``-c role=<role>`` (``role=`` of these helpers, :func:`session_role`);
 - fault injection and threads for the lifecycle tests (:class:`FaultHold`, :func:`arm`,
   :func:`disarm`, :class:`Runner`).
 
@@ -34,8 +36,9 @@ from typing import NamedTuple
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-from datatable_roles.client import Client
+from datatable_roles.client import Client, role_option
 from datatable_roles.devcluster import Cluster
 
 WS = "acme"        # every world's workspace, unless it names another
@@ -201,6 +204,12 @@ class Resolved(NamedTuple):
     roles: list[str]
 
 
+def session_role(r: Resolved) -> str | None:
+    """The role a resolved one-role login (R6) acts as: its one role (None for the admin
+    login and for a set login)."""
+    return r.roles[0] if len(r.roles) == 1 and r.login.startswith("wm_set_") else None
+
+
 @dataclass(eq=False)
 class World:
     """One workspace of one metadata database (an instance); see :func:`build_world`.
@@ -289,10 +298,15 @@ class World:
         return Client(self.meta.worker_conninfo)
 
     def login_conninfo(self, login: str, password: str, dbname: str | None = None,
-                       tcp: bool = True) -> str:
+                       tcp: bool = True, role: str | None = None) -> str:
         """A data table database (the main one by default), as ``login``; over TCP with
-        SCRAM unless ``tcp=False`` (the socket)."""
-        return self.cluster.conninfo(login, password, dbname or self.dbname, tcp=tcp)
+        SCRAM unless ``tcp=False`` (the socket); with ``role``, the startup option that
+        makes the session act as that role (what the platform passes for a one-role
+        login)."""
+        conninfo = self.cluster.conninfo(login, password, dbname or self.dbname, tcp=tcp)
+        if role is not None:
+            conninfo = make_conninfo(conninfo, options=role_option(role))
+        return conninfo
 
     def close(self) -> None:
         for key in ("owner", "worker"):
@@ -390,6 +404,11 @@ class World:
         return {login: (pw, ids) for login, pw, ids in self.call(
             "SELECT login, password, role_ids FROM datatable_roles.datatable_role_set")}
 
+    def row_dbnames(self) -> dict[str, str | None]:
+        """login -> the one database of each of this instance's scoped logins."""
+        return dict(self.call(
+            "SELECT login, dbname FROM datatable_roles.datatable_role_set"))
+
     def role_state(self, name: str) -> tuple[bool, bool]:
         """(exists, canlogin)"""
         row = self.su("postgres").execute(
@@ -406,9 +425,21 @@ class World:
             "SELECT tableowner::text FROM pg_tables WHERE tablename = %s", [table]).fetchone()
         return row[0] if row else None
 
+    def table_schema(self, table: str, dbname: str | None = None) -> str | None:
+        """The schema of the one table named ``table`` (public, or the quarantine schema a
+        sweep or a role's drop moved it to: docs/trust.md)."""
+        rows = self.su(dbname or self.dbname).execute(
+            "SELECT schemaname::text FROM pg_tables WHERE tablename = %s", [table]).fetchall()
+        assert len(rows) <= 1, f"{len(rows)} tables named {table}"
+        return rows[0][0] if rows else None
+
     def table_rows(self, table: str, dbname: str | None = None) -> int:
+        """The rows of the one table named ``table``, in whichever schema it is now."""
+        schema = self.table_schema(table, dbname)
+        assert schema is not None, f"no table {table}"
         return self.su(dbname or self.dbname).execute(
-            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
+            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, table))
+        ).fetchone()[0]
 
 
 def build_world(scratch: Scratch, meta: MetaDB, uid: str, *, ws: str = WS,
@@ -479,10 +510,21 @@ LIFECYCLE = dict(
 
 # ---- logging in with what a resolve returned ------------------------------------------------
 
+def job_session(w: World, r: Resolved, dbname: str | None = None,
+                tcp: bool = True) -> psycopg.Connection:
+    """A session as a job's code gets it from the platform: the resolved login and password
+    on its database; a one-role login with the startup option, so it acts as its role."""
+    return connect(w.login_conninfo(r.login, r.password, dbname or r.dbname, tcp,
+                                    role=session_role(r)))
+
+
 def create_table_as(w: World, login: str, password: str, table: str,
-                    dbname: str | None = None, rows: int = 3) -> None:
-    with connect(w.login_conninfo(login, password, dbname)) as conn:
-        assert conn.execute("SELECT current_user").fetchone()[0] == login
+                    dbname: str | None = None, rows: int = 3, role: str | None = None) -> None:
+    """``table`` with ``rows`` rows, created by ``login`` (acting as ``role`` when given,
+    through the startup option: then the table belongs to the role)."""
+    with connect(w.login_conninfo(login, password, dbname, role=role)) as conn:
+        assert conn.execute("SELECT current_user, session_user").fetchone() == (
+            role or login, login)
         conn.execute(sql.SQL("CREATE TABLE {} (x integer)").format(sql.Identifier(table)))
         conn.execute(sql.SQL("INSERT INTO {} SELECT generate_series(1, %s)").format(
             sql.Identifier(table)), [rows])
@@ -507,11 +549,13 @@ def authenticates(w: World, login: str, password: str, dbname: str | None = None
 
 
 def check_rows_authenticate(w: World) -> None:
-    """Every row with a non-empty password names an existing login that logs in with it."""
+    """Every row with a non-empty password names an existing login that logs in with it to
+    its database."""
+    dbnames = w.row_dbnames()
     for login, (password, _ids) in w.rows().items():
         if password:
             assert w.role_state(login) == (True, True), f"row of {login}: login missing/NOLOGIN"
-            err = login_error(w, login, password)
+            err = login_error(w, login, password, dbnames[login])
             assert err is None, f"row of {login} has a password that does not log in: {err}"
 
 

@@ -1,8 +1,8 @@
 """Resolved logins against a real cluster: the returned password authenticates (TCP with
-SCRAM and the socket), RLS shows each login its rows, SET ROLE narrows and nothing else,
-many workers racing for one new set share one login, two instances never share a set-login
-name, the cheap path (R10) reads no directory table, and last_used_at is written at most
-once a day.
+SCRAM and the socket), RLS shows each login its rows, a one-role login (R6) acts as its role
+with the startup option, SET ROLE narrows and nothing else, many workers racing for one new
+set share one login, two instances never share a set-login name, the cheap path (R10) reads
+no directory table, and last_used_at is written at most once a day.
 
 Admin calls run as the package owner, run-time calls as the worker role.
 """
@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
-from support import DT, Resolved, World, connect, flush_stats
+from support import DT, Resolved, World, connect, flush_stats, session_role
 
 DIRECTORY_TABLES = ("workspace_user", "group_member", "folder_access")
 
@@ -66,15 +66,21 @@ def test_returned_password_authenticates_over_tcp_and_socket(world, kind):
         r, roles, rows = resolved_kind(w, worker, kind)
     assert r.roles == roles
     assert r.dbname == w.dbname
-    expected_login = {"role": w.emea, "admin": w.admin_login}.get(kind)
-    if expected_login:
-        assert r.login == expected_login
-    else:
+    if kind == "admin":
+        assert r.login == w.admin_login
+    else:  # R6 and R7: a scoped login, never the catalog role (NOLOGIN)
         assert r.login.startswith("wm_set_") and len(r.login.encode()) <= 63
+        assert r.login not in roles
     with w.cluster.connect_super() as conn:
         (stored,) = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s",
                                  [r.login]).fetchone()
+        catalog_can_login = conn.execute(
+            "SELECT bool_or(rolcanlogin OR rolpassword IS NOT NULL) FROM pg_authid"
+            " WHERE rolname = ANY(%s)", [[w.emea, w.us, w.apac]]).fetchone()[0]
     assert stored.startswith("SCRAM-SHA-256$")
+    assert catalog_can_login is False
+    role = session_role(r)
+    assert role == (w.emea if kind == "role" else None)
     for tcp in (True, False):
         with connect(w.login_conninfo(r.login, r.password, tcp=tcp)) as conn:
             if tcp:
@@ -82,6 +88,11 @@ def test_returned_password_authenticates_over_tcp_and_socket(world, kind):
             assert conn.execute("SELECT current_user, session_user").fetchone() == (
                 r.login, r.login)
             assert order_ids(conn) == rows
+        if role is not None:  # with the startup option the platform passes, as the role
+            with connect(w.login_conninfo(r.login, r.password, tcp=tcp, role=role)) as conn:
+                assert conn.execute("SELECT current_user, session_user").fetchone() == (
+                    role, r.login)
+                assert order_ids(conn) == rows
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
         connect(w.login_conninfo(r.login, r.password + "x", tcp=True)).close()
 
@@ -101,7 +112,8 @@ def test_set_role_narrows_reset_returns_and_other_roles_fail(world, cluster):
             " WHERE u.rolname = %s ORDER BY 1", [login])]
         (inherits,) = conn.execute("SELECT rolinherit FROM pg_roles WHERE rolname = %s",
                                    [login]).fetchone()
-    assert held == sorted([w.emea, w.us]) and inherits
+    (group,) = w.call("SELECT login_group FROM datatable_roles.settings")[0]
+    assert held == sorted([w.emea, w.us, group]) and inherits  # its roles and the login group
 
     with connect(w.login_conninfo(login, s.password, tcp=False)) as conn:
         assert order_ids(conn) == [1, 2, 4, 5]
@@ -120,11 +132,23 @@ def test_set_role_narrows_reset_returns_and_other_roles_fail(world, cluster):
             assert conn.execute("SELECT current_user").fetchone() == (login,)
         assert order_ids(conn) == [1, 2, 4, 5]
 
-    with connect(w.login_conninfo(one.login, one.password, tcp=False)) as conn:
-        for other in (w.us, w.admin_login, login):
+    # a one-role login started as its role: RESET ROLE returns to the role (the startup
+    # option is the session's default), SET ROLE NONE to the login, which holds only it
+    with connect(w.login_conninfo(one.login, one.password, tcp=False, role=w.emea)) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (w.emea,)
+        for other in (w.us, w.admin_login, login, cluster.owner):
             with pytest.raises(errors.InsufficientPrivilege):
                 conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(other)))
         assert order_ids(conn) == [1, 4]
+        conn.execute("RESET ROLE")
+        assert conn.execute("SELECT current_user").fetchone() == (w.emea,)
+        conn.execute("SET ROLE NONE")
+        assert conn.execute("SELECT current_user").fetchone() == (one.login,)
+        assert order_ids(conn) == [1, 4]
+    # and a one-role login may not start as any other role
+    for other in (w.us, w.admin_login):
+        with pytest.raises(psycopg.OperationalError, match="permission denied to set role"):
+            connect(w.login_conninfo(one.login, one.password, role=other)).close()
 
 
 # ---- many workers, one new set --------------------------------------------------------------
@@ -206,9 +230,10 @@ def test_two_instances_never_share_a_set_login(make_world, meta_db, new_meta_db)
     assert ids_a == ids_b, "precondition: both instances use the same catalog ids"
     assert ra.login != rb.login
     for w, r in ((wa, ra), (wb, rb)):
-        (forward,) = w.call("SELECT datatable_roles.set_login_name(%s::bigint[])", [ids_a])[0]
-        (backward,) = w.call("SELECT datatable_roles.set_login_name(%s::bigint[])",
-                             [ids_a[::-1]])[0]
+        (forward,) = w.call("SELECT datatable_roles.set_login_name(%s, %s::bigint[])",
+                            [w.dbname, ids_a])[0]
+        (backward,) = w.call("SELECT datatable_roles.set_login_name(%s, %s::bigint[])",
+                             [w.dbname, ids_a[::-1]])[0]
         assert forward == backward  # over the sorted ids
         assert forward == r.login
 

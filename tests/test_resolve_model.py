@@ -252,8 +252,8 @@ def test_resolve_matches_the_model(pool, uid, sc):
 
     # resolve_datatable_role, as the worker.
     try:
-        login, password, got_roles = q(
-            worker, "SELECT login, password, roles"
+        login, password, got_roles, kind = q(
+            worker, "SELECT login, password, roles, login_kind"
             " FROM resolve_datatable_role(%s, 'main', %s::text, %s)",
             job, named_name, sc["for_migration"]).fetchone()
         actual = ("ok", got_roles)
@@ -269,11 +269,11 @@ def test_resolve_matches_the_model(pool, uid, sc):
     if actual[0] == "ok":
         assert password
         if got_roles == ["admin"]:
-            assert login == pool["db"][1]                          # admin's own login
+            assert (login, kind) == (pool["db"][1], "admin")       # admin's own login
         elif len(got_roles) == 1:
-            assert login == got_roles[0]                           # R6
+            assert login.startswith("wm_set_") and kind == "role"  # R6: a scoped login
         else:
-            assert login.startswith("wm_set_")                     # R7
+            assert login.startswith("wm_set_") and kind == "set"   # R7
 
     # explain says the same, without resolving (named role only; it has no for_migration).
     if not sc["for_migration"]:

@@ -1,9 +1,13 @@
 """The Python wrapper (datatable_roles.client, datatable_roles.errors) against a real cluster:
-every exception class from a real server error, connect() over real logins and its pools,
-a Resolution that never shows its password."""
+every exception class from a real server error, connect() over real logins and its pools (a
+one-role login acting as its role through the startup option; one retry, which heals, when a
+login's password was changed between the resolve and the connection), a Resolution that
+never shows its password."""
 
 from __future__ import annotations
 
+import logging
+import secrets
 import threading
 import time
 import uuid
@@ -14,10 +18,11 @@ from psycopg import sql
 
 from datatable_roles import client as client_module
 from datatable_roles.client import Client, Resolution
-from datatable_roles.errors import (AlreadyExists, DatatableRolesError, InvalidInput, Refused,
-                                    Retry, StillInUse, UnknownObject, WrongState, map_error,
-                                    redact)
-from support import ACME, DT, WS, World, sql_exec
+from datatable_roles.errors import (AdminPasswordChanged, AlreadyExists, DatatableRolesError,
+                                    InvalidInput, InvalidPassword, Refused, Retry, StillInUse,
+                                    UnknownObject, WrongState, map_error, redact)
+from datatable_roles.scram import scram_sha256_verifier
+from support import ACME, DT, WS, World, connect
 
 ORDERS = "SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM orders"
 
@@ -33,6 +38,21 @@ def env(make_world):
 
 def backend(conn: psycopg.Connection) -> tuple[int, str]:
     return conn.execute("SELECT pg_backend_pid(), current_user::text").fetchone()
+
+
+def break_password(env: World, login: str) -> None:
+    """What a script handed ``login`` may do: give it a password of its own (here as the
+    superuser, a verifier: no plaintext in the statement)."""
+    with env.cluster.connect_super() as su:
+        su.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+            sql.Identifier(login),
+            sql.Literal(scram_sha256_verifier(secrets.token_hex(16)))))
+
+
+def stored_verifier(env: World, login: str) -> str:
+    with env.cluster.connect_super() as su:
+        return su.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s",
+                          [login]).fetchone()[0]
 
 
 # ---- Resolution --------------------------------------------------------------------------
@@ -59,8 +79,13 @@ def test_resolve_returns_a_typed_resolution(env):
     env.owner.set_datatable_default_role(WS, DT, None)
     res = env.worker.resolve(env.job("carol"), DT)
     assert res.kind == "set" and res.login.startswith("wm_set_")
+    assert res.session_role is None and res.options is None
     alice = env.worker.resolve(env.job("alice"), DT)
-    assert (alice.login, alice.roles, alice.kind) == (env.emea, (env.emea,), "role")
+    # R6: a scoped login of its own (never the catalog role, which is NOLOGIN), acting as
+    # the role through the startup option
+    assert (alice.roles, alice.kind) == ((env.emea,), "role")
+    assert alice.login.startswith("wm_set_") and alice.login != res.login
+    assert (alice.session_role, alice.options) == (env.emea, f"-c role={env.emea}")
     assert res.roles == tuple(sorted([env.emea, env.us]))
     assert res.password not in repr(res) and len(res.password) >= 32
 
@@ -74,7 +99,8 @@ def _retry_case(env: World) -> None:
     env.owner.set_datatable_default_role(WS, DT, None)
     (ids,) = env.owner._rows("SELECT array_agg(id) FROM datatable_roles.catalog_role"
                              " WHERE name = ANY(%s)", [[env.emea, env.us]])[0]
-    (login,) = env.owner._rows("SELECT datatable_roles.set_login_name(%s::bigint[])", [ids])[0]
+    (login,) = env.owner._rows("SELECT datatable_roles.set_login_name(%s, %s::bigint[])",
+                               [env.dbname, ids])[0]
     job = env.job("carol")
     errors: list[BaseException] = []
     with psycopg.connect(env.cluster.owner_conninfo()) as rival:
@@ -105,12 +131,29 @@ def _retry_case(env: World) -> None:
 
 
 def _still_in_use_case(env: World) -> None:
-    """2BP01: the role holds a privilege in a database that is no data table's."""
-    role = env.new_role("held")
-    sql_exec(env.meta.super_conninfo, "CREATE TABLE public.still_in_use_probe ()",
-             sql.SQL("GRANT SELECT ON public.still_in_use_probe TO {}").format(
-                 sql.Identifier(role)))
-    env.owner.drop_datatable_role(role)
+    """2BP01: what the role holds in its data table database (SELECT on orders) cannot be
+    moved, the database taking no connection."""
+    with env.cluster.connect_super() as su:
+        su.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(
+            sql.Identifier(env.dbname)))
+    try:
+        env.owner.drop_datatable_role(env.emea)
+    finally:
+        with env.cluster.connect_super() as su:
+            su.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS true").format(
+                sql.Identifier(env.dbname)))
+
+
+def _admin_password_changed_case(env: World) -> None:
+    """55000, CONSTRAINT admin_password: the admin login's password was changed outside the
+    package, and a resolve would hand it out (R2)."""
+    break_password(env, env.admin_login)
+    env.worker.resolve(env.job("dave"), DT)
+
+
+def _invalid_password_case(env: World) -> None:
+    """28P01: registering a data table with an admin password that does not log in."""
+    env.owner.register_datatable(WS, "other", env.dbname, env.admin_login, "not-the-password")
 
 
 ERROR_CASES = {
@@ -150,7 +193,10 @@ ERROR_CASES = {
         lambda e: (e.owner.add_workspace("fork"),
                    e.owner.reference_datatable("fork", DT, WS, DT),
                    e.owner.set_datatable_role_tenants("fork", DT, e.emea, ["*"]))),
-    "role still holds privileges": (StillInUse, "2BP01", _still_in_use_case),
+    "admin password changed outside the package": (
+        AdminPasswordChanged, "55000", _admin_password_changed_case),
+    "admin password that does not log in": (InvalidPassword, "28P01", _invalid_password_case),
+    "role's objects cannot be moved": (StillInUse, "2BP01", _still_in_use_case),
     "concurrent set-login creation": (Retry, "40001", _retry_case),
 }
 
@@ -226,9 +272,10 @@ def test_register_datatable_error_hides_the_admin_password(env, datatable_db):
 def test_connect_sees_the_viewers_rows_and_reuses_the_pooled_connection(env):
     env.owner.set_datatable_default_role(WS, DT, None)
     job = env.job("alice")
+    alice = env.worker.resolve(job, DT)
     with env.worker.connect(job, DT) as conn:
         pid, user = backend(conn)
-        assert user == env.emea
+        assert user == env.emea  # a one-role login acts as its role
         assert conn.execute(ORDERS).fetchone() == ("1,4",)
     with env.worker.connect(job, DT) as conn:
         assert backend(conn) == (pid, env.emea)  # same backend: the pool reused it
@@ -239,7 +286,138 @@ def test_connect_sees_the_viewers_rows_and_reuses_the_pooled_connection(env):
         assert backend(conn)[1].startswith("wm_set_")
         assert conn.execute(ORDERS).fetchone() == ("1,2,4,5",)
     stats = env.worker.pool_stats()
-    assert f"{env.emea}@{env.dbname}" in stats and len(stats) == 3
+    assert f"{alice.login}@{env.dbname}" in stats and len(stats) == 3
+
+
+def test_a_one_role_login_acts_as_its_role_through_the_startup_option(env):
+    """R6: connect() passes options='-c role=<role>': current_user is the role (the login
+    is the session user), what the session creates belongs to the role, and a pooled
+    connection given back (DISCARD ALL) acts as the role again. Without the option the same
+    login acts as itself, which holds exactly that role: the same rows."""
+    env.owner.set_datatable_default_role(WS, DT, None)
+    env.su(env.dbname).execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
+        sql.Identifier(env.emea)))
+    job = env.job("alice")
+    res = env.worker.resolve(job, DT)
+    assert res.kind == "role" and res.login.startswith("wm_set_")
+    with env.worker.connect(job, DT) as conn:
+        pid = conn.info.backend_pid
+        assert conn.execute("SELECT current_user::text, session_user::text").fetchone() == (
+            env.emea, res.login)
+        conn.execute("CREATE TABLE made_by_alice (x integer)")
+        conn.execute("SET ROLE NONE")  # a script may leave its role ...
+        assert backend(conn)[1] == res.login
+    assert env.table_owner("made_by_alice") == env.emea
+    with env.worker.connect(job, DT) as conn:
+        # ... and the next checkout of that connection acts as the role again
+        assert backend(conn) == (pid, env.emea)
+        assert conn.execute(ORDERS).fetchone() == ("1,4",)
+    with connect(env.login_conninfo(res.login, res.password)) as plain:
+        assert plain.execute("SELECT current_user::text").fetchone() == (res.login,)
+        assert plain.execute(ORDERS).fetchone() == ("1,4",)
+        plain.execute("CREATE TABLE made_by_the_login (x integer)")
+    assert env.table_owner("made_by_the_login") == res.login
+    # a set login is connected with no option: it acts as itself
+    carol = env.worker.resolve(env.job("carol"), DT)
+    with env.worker.connection(carol) as conn:
+        assert conn.execute("SELECT current_user::text, session_user::text").fetchone() == (
+            carol.login, carol.login)
+
+
+@pytest.mark.parametrize("viewer", ["alice", "carol"])
+def test_connect_retries_once_when_the_password_was_changed_after_the_resolve(
+        env, viewer, monkeypatch, caplog):
+    """A script changed the login's password (ALTER ROLE ... PASSWORD) between the resolve
+    and the connection: the connection is refused (28P01), connect() resolves again, which
+    heals the login with a new password (the package's verifier again), logs a warning and
+    connects."""
+    env.owner.set_datatable_default_role(WS, DT, None)
+    job = env.job(viewer)
+    w = env.worker
+    real_resolve = w.resolve
+    given: list[Resolution] = []
+
+    def resolve_then_break(*args, **kwargs):
+        res = real_resolve(*args, **kwargs)
+        given.append(res)
+        if len(given) == 1:
+            break_password(env, res.login)
+        return res
+
+    monkeypatch.setattr(w, "resolve", resolve_then_break)
+    with caplog.at_level(logging.WARNING, logger="datatable_roles.client"):
+        with w.connect(job, DT) as conn:
+            assert conn.execute(ORDERS).fetchone() == (
+                "1,4" if viewer == "alice" else "1,2,4,5",)
+    assert len(given) == 2
+    first, second = given
+    assert second.login == first.login and second.password != first.password
+    warned = [r for r in caplog.records if r.name == "datatable_roles.client"]
+    assert [r.levelname for r in warned] == ["WARNING"]
+    message = warned[0].getMessage()
+    assert first.login in message and "password authentication failed" in message
+    assert first.password not in message and second.password not in message
+    # healed: the stored verifier is the package's again, and the new password logs in
+    (package_verifier,) = env.owner._rows(
+        "SELECT verifier FROM datatable_roles.datatable_role_set WHERE login = %s",
+        [first.login])[0]
+    assert stored_verifier(env, first.login) == package_verifier
+    with connect(env.login_conninfo(second.login, second.password)) as conn:
+        assert conn.execute("SELECT session_user::text").fetchone() == (second.login,)
+
+
+def test_connect_retries_only_once(env, monkeypatch):
+    """Broken again after the second resolve too: the refusal is raised (InvalidPassword),
+    after exactly two resolves."""
+    env.owner.set_datatable_default_role(WS, DT, None)
+    job = env.job("carol")
+    w = env.worker
+    real_resolve = w.resolve
+    given: list[Resolution] = []
+
+    def resolve_then_break(*args, **kwargs):
+        res = real_resolve(*args, **kwargs)
+        given.append(res)
+        break_password(env, res.login)
+        return res
+
+    monkeypatch.setattr(w, "resolve", resolve_then_break)
+    with pytest.raises(InvalidPassword) as info:
+        with w.connect(job, DT):
+            pytest.fail("must not get here")
+    assert len(given) == 2
+    assert info.value.sqlstate == "28P01"
+    assert "password authentication failed" in info.value.message
+    assert all(r.password not in str(info.value) for r in given)
+
+
+def test_a_changed_admin_password_is_refused_until_the_package_is_given_it(env):
+    job = env.job("dave")  # default admin: R2
+    new_password = secrets.token_urlsafe(18)
+    with env.cluster.connect_super() as su:
+        su.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+            sql.Identifier(env.admin_login), sql.Literal(scram_sha256_verifier(new_password))))
+    with pytest.raises(AdminPasswordChanged) as info:
+        with env.worker.connect(job, DT):
+            pytest.fail("must not get here")
+    err = info.value
+    assert isinstance(err, WrongState) and err.sqlstate == "55000"
+    assert err.login == env.admin_login and env.admin_login in err.message
+    assert "set_datatable_admin_password" in err.hint
+    assert err.to_dict()["login"] == env.admin_login
+    assert env.worker.pool_stats() == {}
+    (main,) = [d for d in env.owner.status_report()["datatables"] if d.get("name") == DT]
+    assert main["admin_password_ok"] is False
+    with pytest.raises(InvalidPassword):  # tried as a login first
+        env.owner.set_datatable_admin_password(WS, DT, env.admin_password)
+    env.owner.set_datatable_admin_password(WS, DT, new_password)
+    res = env.worker.resolve(job, DT)
+    assert (res.login, res.password) == (env.admin_login, new_password)
+    with env.worker.connect(job, DT) as conn:
+        assert backend(conn)[1] == env.admin_login
+        assert conn.execute(ORDERS).fetchone() == ("1,2,3,4,5",)
+    (main,) = [d for d in env.owner.status_report()["datatables"] if d.get("name") == DT]
+    assert main["admin_password_ok"] is True
 
 
 def test_connect_under_default_admin_is_the_admin_login(env):
@@ -261,7 +439,7 @@ def test_a_rekeyed_login_gets_a_new_pool(env):
         assert user == login and new_pid != pid
         assert conn.execute(ORDERS).fetchone() == ("1,2,4,5",)
     assert env.worker._pools[(login, env.dbname)][0] == res.password
-    # a role's own login re-keyed by disable/enable
+    # a one-role login re-keyed by disable/enable
     with env.worker.connect(env.job("alice"), DT) as conn:
         pid = backend(conn)[0]
     env.owner.set_datatable_role_enabled(env.emea, False)
@@ -314,6 +492,7 @@ def test_a_wrong_password_gives_the_server_reason(env):
             pass
     assert time.monotonic() - t0 < env.worker.pool_timeout  # no waiting for the pool
     assert "password authentication failed" in info.value.message
+    assert isinstance(info.value, InvalidPassword) and info.value.sqlstate == "28P01"
     assert "not-the-password" not in str(info.value)
 
 
@@ -340,6 +519,7 @@ def test_every_call_round_trips(env):
     renamed = extra + "_r"
     o.rename_datatable_role(extra, renamed)
     o.drop_datatable_role(renamed)
+    o.set_datatable_admin_password(WS, DT, env.admin_password)
     o.add_workspace("fork")
     ref_id = o.reference_datatable("fork", "main_ref", WS, DT)
     assert isinstance(ref_id, int)
@@ -365,8 +545,9 @@ def test_every_call_round_trips(env):
     w.resolve(env.job("carol"), DT)
     assert o.retire(env.us) == 1
     report = o.sweep()
-    assert set(report) >= {"examined", "dropped", "skipped", "unfinished"}
-    assert o.sweep("0 seconds")["dropped"] >= 1  # the retired set login
+    assert set(report) == {"examined", "dropped", "skipped", "unfinished", "rotated", "healed"}
+    second = o.sweep("0 seconds")
+    assert second["dropped"] >= 1, (report, second, o.status_report()["set_logins"])
     from datetime import timedelta
     assert o.sweep(timedelta(days=30))["examined"] == 0
 

@@ -9,6 +9,12 @@
         with dtr.connect(job_id, "main") as conn:  # pooled, logged in as res.login
             conn.execute("SELECT * FROM orders")
 
+A one-role login (``kind`` ``role``, R6) is connected with the startup option
+``options='-c role=<the role>'``, so that its sessions act as the role (``current_user`` is the
+role, and what they create belongs to the role). A connection refused for a bad password
+(someone changed the login's password between the resolve and the connection) is retried
+once: :meth:`Client.connect` resolves again, which heals the login, and logs a warning.
+
 This module holds every SQL string that calls the package's functions: the CLI, the demo and
 the bench call these methods. Every call binds its values as parameters; no value is ever
 formatted into SQL text. Errors
@@ -20,6 +26,7 @@ usable once the caller commits.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -34,10 +41,12 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .errors import DatatableRolesError, map_error
+from .errors import DatatableRolesError, is_bad_password, map_error
 from .migrate import migrate
 
-__all__ = ["Client", "Resolution", "JobId", "migrate"]
+__all__ = ["Client", "Resolution", "JobId", "migrate", "role_option"]
+
+log = logging.getLogger(__name__)
 
 JobId: TypeAlias = uuid.UUID | str
 
@@ -47,14 +56,34 @@ class Resolution:
     """The answer of ``resolve_datatable_role``: log in to ``dbname`` as ``login`` with
     ``password``; the login holds exactly ``roles`` (sorted; ``("admin",)`` for the data
     table's admin login). ``kind`` is the function's ``login_kind``: ``admin`` (the admin
-    login), ``role`` (one catalog role's own login) or ``set`` (a set login). The password
-    never shows in ``repr`` or ``str``."""
+    login), ``role`` (the scoped login of one catalog role, R6, whose sessions act as the role
+    when connected with :attr:`options`) or ``set`` (the scoped login of several, R7). The
+    password never shows in ``repr`` or ``str``."""
 
     dbname: str
     login: str
     password: str = field(repr=False)
     roles: tuple[str, ...]
     kind: str
+
+    @property
+    def session_role(self) -> str | None:
+        """The role a one-role login's sessions act as (None for the other kinds)."""
+        return self.roles[0] if self.kind == "role" and len(self.roles) == 1 else None
+
+    @property
+    def options(self) -> str | None:
+        """The libpq ``options`` a connection with this login passes: ``-c role=<role>``
+        for a one-role login, so that its session acts as the role; None otherwise."""
+        role = self.session_role
+        return None if role is None else role_option(role)
+
+
+def role_option(role: str) -> str:
+    """libpq's ``options`` value that starts a session as ``role`` (``-c role=<role>``), with
+    backslash and space escaped as libpq's option parser wants them (catalog role names hold
+    neither: validate_role_name)."""
+    return "-c role=" + role.replace("\\", "\\\\").replace(" ", "\\ ")
 
 
 PoolKey: TypeAlias = tuple[str, str]
@@ -166,7 +195,8 @@ class Client:
         self._rows("SELECT validate_role_name(%s)", [name])
 
     def create_datatable_role(self, name: str) -> int:
-        """Creates the role and its login; returns its catalog id."""
+        """Creates the catalog role (NOLOGIN: jobs log in as scoped logins that hold it);
+        returns its catalog id."""
         return int(self._value("SELECT create_datatable_role(%s)", [name]))
 
     def rename_datatable_role(self, name: str, new_name: str) -> None:
@@ -182,10 +212,21 @@ class Client:
 
     def register_datatable(self, workspace: str, name: str, dbname: str, admin_login: str,
                            admin_password: str) -> int:
-        """Registers a data table (default role admin); returns its id."""
+        """Registers a data table (default role admin); returns its id. The admin password
+        is tried as a login first (:class:`~datatable_roles.errors.InvalidPassword` when it
+        does not work), then set again, to the same password, through a verifier the package
+        computes (4096 iterations: about 0.2 s)."""
         return int(self._value("SELECT register_datatable(%s, %s, %s, %s, %s)",
                                [workspace, name, dbname, admin_login, admin_password],
                                secrets=[admin_password]))
+
+    def set_datatable_admin_password(self, workspace: str, name: str,
+                                     admin_password: str) -> None:
+        """Gives the package the admin login's current password (after it was changed outside
+        the package: :class:`~datatable_roles.errors.AdminPasswordChanged`). Tried as a login
+        first (:class:`~datatable_roles.errors.InvalidPassword` when it does not work)."""
+        self._rows("SELECT set_datatable_admin_password(%s, %s, %s)",
+                   [workspace, name, admin_password], secrets=[admin_password])
 
     def reference_datatable(self, workspace: str, name: str, governing_workspace: str,
                             governing_name: str) -> int:
@@ -235,7 +276,9 @@ class Client:
     def resolve(self, job_id: JobId, datatable: str, role: str | None = None,
                 for_migration: bool = False) -> Resolution:
         """The login the job's connection to ``datatable`` uses; raises
-        :class:`~datatable_roles.errors.Refused` when no role serves."""
+        :class:`~datatable_roles.errors.Refused` when no role serves, and
+        :class:`~datatable_roles.errors.AdminPasswordChanged` when the result is the admin
+        login and its password was changed outside the package."""
         rows = self._rows(
             "SELECT dbname, login, password, roles, login_kind"
             " FROM resolve_datatable_role(%s::uuid, %s, %s, %s)",
@@ -263,25 +306,28 @@ class Client:
 
     def status_report(self) -> dict[str, Any]:
         """``datatable_roles.status_report()``: the instance's settings, data tables (with
-        roles and tenants), catalog roles and set logins, as plain data (what ``status
+        roles, tenants and whether the admin password is still the package's), catalog roles
+        and scoped logins, as plain data (what ``status
         --json`` prints). No password is in it."""
         return dict(self._value("SELECT datatable_roles.status_report()"))
 
     def sweep_candidates(self, unused_for: timedelta | str | None = None) -> list[str]:
-        """The set logins a sweep with ``unused_for`` would examine now, in its order."""
+        """The logins a sweep with ``unused_for`` would examine now, in its order."""
         return [r[0] for r in self._rows(
             "SELECT * FROM datatable_roles.sweep_candidates(%s::interval)", [unused_for])]
 
     # ---- lifecycle -----------------------------------------------------------------------
 
     def retire(self, role: str) -> int:
-        """retire_role_set_logins_of: returns how many set logins were retired."""
+        """retire_role_set_logins_of: retires every login holding the role (on every
+        database); returns how many were retired."""
         return int(self._value("SELECT retire_role_set_logins_of(%s)", [role]))
 
     def sweep(self, unused_for: timedelta | str | None = None) -> dict[str, Any]:
         """CALL sweep_unused_role_set_logins in autocommit (it commits per login); returns
-        its report ``{"examined", "dropped", "skipped", "unfinished": [...]}``. The
-        connection must be idle; ``unused_for`` defaults to the instance's setting."""
+        its report ``{"examined", "dropped", "skipped", "unfinished": [...], "rotated",
+        "healed"}``. The connection must be idle; ``unused_for`` defaults to the instance's
+        setting."""
         with self._lock:
             conn = self.conn
             if conn.info.transaction_status != pq.TransactionStatus.IDLE:
@@ -306,11 +352,12 @@ class Client:
         """The package clock (now() plus the settings' clock_offset)."""
         return self._value("SELECT datatable_roles.clock_now()")
 
-    def ensure_set_login(self, role_ids: Sequence[int]) -> str:
-        """Makes (or takes back) the set login of exactly these catalog role ids, as a
-        resolve would; returns its name."""
-        return str(self._value("SELECT login FROM datatable_roles.ensure_set_login(%s)",
-                               [list(role_ids)]))
+    def ensure_set_login(self, dbname: str, role_ids: Sequence[int]) -> str:
+        """Makes (or takes back) the scoped login of exactly these catalog role ids on
+        database ``dbname``, as a resolve would; returns its name."""
+        return str(self._value(
+            "SELECT login FROM datatable_roles.ensure_set_login(%s, %s::bigint[])",
+            [dbname, list(role_ids)]))
 
     def member_keys(self, workspace: str, username: str) -> list[str]:
         """The tenant keys that name the user (u/..., g/..., f/...)."""
@@ -323,22 +370,46 @@ class Client:
     def connect(self, job_id: JobId, datatable: str, role: str | None = None,
                 for_migration: bool = False) -> Iterator[psycopg.Connection[Any]]:
         """Resolve, then lend a pooled connection to the data table database logged in as
-        the resolved login (see :meth:`connection`)."""
+        the resolved login (see :meth:`connection`). When the connection is refused for a
+        bad password (28P01: someone changed the login's password after the resolve), it
+        resolves once more, which heals the login with a new password, and connects again,
+        logging a warning; a second refusal is raised."""
         res = self.resolve(job_id, datatable, role, for_migration)
-        with self.connection(res) as conn:
-            yield conn
+        try:
+            pool, conn = self._checkout(res)
+        except DatatableRolesError as e:
+            if not is_bad_password(e):
+                raise
+            log.warning("login %s on %s was refused (%s); resolving again to heal it",
+                        res.login, res.dbname, e.message)
+            res = self.resolve(job_id, datatable, role, for_migration)
+            pool, conn = self._checkout(res)
+        with self._lent(pool, conn) as lent:
+            yield lent
 
     @contextmanager
     def connection(self, res: Resolution) -> Iterator[psycopg.Connection[Any]]:
-        """Lend a pooled connection to ``res.dbname`` logged in as ``res.login``. When the
-        block ends it is committed (rolled back on an exception), cleaned with DISCARD ALL
-        (so a SET ROLE does not outlive the block) and returned to the pool. A login whose
-        password was re-keyed since its pool was made gets a new pool."""
+        """Lend a pooled connection to ``res.dbname`` logged in as ``res.login`` (for a
+        one-role login, with :attr:`Resolution.options`, so that the session acts as the
+        role). When the block ends it is committed (rolled back on an exception), cleaned
+        with DISCARD ALL (so a SET ROLE does not outlive the block; the startup option's
+        role is the session's default, which RESET keeps) and returned to the pool. A login
+        whose password was re-keyed since its pool was made gets a new pool."""
+        pool, conn = self._checkout(res)
+        with self._lent(pool, conn) as lent:
+            yield lent
+
+    def _checkout(self, res: Resolution) -> tuple[ConnectionPool, psycopg.Connection[Any]]:
         pool = self._pool_for(res)
         try:
-            conn = pool.getconn(timeout=self.pool_timeout)
+            return pool, pool.getconn(timeout=self.pool_timeout)
         except PoolTimeout:
             raise self._connection_error(res) from None
+
+    @staticmethod
+    @contextmanager
+    def _lent(pool: ConnectionPool,
+              conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
         try:
             with conn:  # a pooled connection is not closed here, only committed/rolled back
                 yield conn
@@ -353,8 +424,9 @@ class Client:
                 pools.items()}
 
     def _conninfo(self, res: Resolution) -> str:
+        options = {} if res.options is None else {"options": res.options}
         return make_conninfo(host=self.host, port=self.port, dbname=res.dbname,
-                             user=res.login, connect_timeout=self.connect_timeout)
+                             user=res.login, connect_timeout=self.connect_timeout, **options)
 
     def _pool_for(self, res: Resolution) -> ConnectionPool:
         key = (res.login, res.dbname)

@@ -2,7 +2,10 @@
 
 Every public SQL function raises with a documented SQLSTATE (SPEC section 9); ``map_error``
 turns the psycopg error into the matching class below. A refusal also names its rule in the
-error's CONSTRAINT field, which becomes ``Refused.rule``. Only the server's primary message,
+error's CONSTRAINT field, which becomes ``Refused.rule``; a 55000 whose CONSTRAINT is
+``admin_password`` (the admin login's password was changed outside the package) becomes
+:class:`AdminPasswordChanged`. A connection refused for a bad password (28P01, or libpq's
+"password authentication failed") becomes :class:`InvalidPassword`. Only the server's primary message,
 detail and hint are kept: never the CONTEXT (an EXECUTE'd statement shows its whole text
 there) and never the statement or its parameters. Anything that still looks like a password
 (``password=...`` in a conninfo, a SCRAM verifier, or a secret the caller names) is redacted.
@@ -22,10 +25,13 @@ __all__ = [
     "UnknownObject",
     "AlreadyExists",
     "WrongState",
+    "AdminPasswordChanged",
+    "InvalidPassword",
     "StillInUse",
     "Retry",
     "SQLSTATE_CLASSES",
     "error_class_for",
+    "is_bad_password",
     "map_error",
     "redact",
 ]
@@ -98,6 +104,31 @@ class WrongState(DatatableRolesError):
     role that is not in the map)."""
 
 
+class AdminPasswordChanged(WrongState):
+    """55000 with CONSTRAINT ``admin_password``: the data table's admin login no longer has
+    the password the package set (someone changed it outside the package), so a resolve that
+    would hand the admin login out refuses rather than hand out a password that fails. The
+    operator gives the package the current one: ``set_datatable_admin_password(workspace,
+    name, admin_password)``. ``login`` is the admin login, when the message names it."""
+
+    login: str | None
+
+    def __init__(self, message: str, *, login: str | None = None,
+                 **kwargs: str | None) -> None:
+        super().__init__(message, **kwargs)
+        self.login = login
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {**super().to_dict(), "login": self.login}
+
+
+class InvalidPassword(DatatableRolesError):
+    """28P01: a password that does not log in: ``register_datatable`` or
+    ``set_datatable_admin_password`` given an admin password that does not work, or a
+    connection refused with "password authentication failed" (``sqlstate`` is then 28P01
+    too, though libpq reports none)."""
+
+
 class StillInUse(DatatableRolesError):
     """2BP01: a role still owns objects or holds privileges somewhere."""
 
@@ -114,6 +145,7 @@ SQLSTATE_CLASSES: dict[str, type[DatatableRolesError]] = {
     "42710": AlreadyExists,
     "23505": AlreadyExists,
     "55000": WrongState,
+    "28P01": InvalidPassword,
     "2BP01": StillInUse,
     "40001": Retry,
 }
@@ -142,9 +174,30 @@ def redact(text: str | None, secrets: Iterable[str] = ()) -> str | None:
     return text
 
 
-def error_class_for(sqlstate: str | None) -> type[DatatableRolesError]:
-    """The class for a SQLSTATE; unknown ones (and None) get the base class."""
+# libpq's text for a connection refused by password authentication (the server's FATAL
+# 28P01, which libpq reports as a connection failure with no SQLSTATE).
+_BAD_PASSWORD = "password authentication failed"
+
+# The admin login named by the message of a 55000 admin_password refusal.
+_ADMIN_LOGIN = re.compile(r"the password of its admin login (\S+) was changed")
+
+
+def error_class_for(sqlstate: str | None,
+                    constraint: str | None = None) -> type[DatatableRolesError]:
+    """The class for a SQLSTATE (and the error's CONSTRAINT field, which tells
+    :class:`AdminPasswordChanged` from other 55000s); unknown ones (and None) get the base
+    class."""
+    if sqlstate == "55000" and constraint == "admin_password":
+        return AdminPasswordChanged
     return SQLSTATE_CLASSES.get(sqlstate or "", DatatableRolesError)
+
+
+def is_bad_password(err: BaseException) -> bool:
+    """Whether a connection was refused for a bad password (28P01)."""
+    if isinstance(err, InvalidPassword):
+        return True
+    sqlstate = getattr(err, "sqlstate", None)
+    return sqlstate == "28P01" or _BAD_PASSWORD in str(err)
 
 
 def map_error(err: psycopg.Error, secrets: Iterable[str] = ()) -> DatatableRolesError:
@@ -157,11 +210,18 @@ def map_error(err: psycopg.Error, secrets: Iterable[str] = ()) -> DatatableRoles
         # Client-side errors (a failed connection) have no diagnostics; their text is one
         # libpq message. Keep its first line only (CONTEXT, if any, follows).
         primary = (str(err).splitlines() or [type(err).__name__])[0]
-    cls = error_class_for(err.sqlstate)
+    constraint = diag.constraint_name if diag is not None else None
+    sqlstate = err.sqlstate
+    if sqlstate is None and _BAD_PASSWORD in primary:
+        sqlstate = "28P01"  # a connection refused by the server's password check
+    cls = error_class_for(sqlstate, constraint)
     extra: dict[str, str | None] = {}
     if issubclass(cls, Refused):
-        extra["rule"] = diag.constraint_name if diag is not None else None
-    return cls(redact(primary, secrets) or "", sqlstate=err.sqlstate,
+        extra["rule"] = constraint
+    if issubclass(cls, AdminPasswordChanged):
+        m = _ADMIN_LOGIN.search(primary)
+        extra["login"] = m.group(1) if m else None
+    return cls(redact(primary, secrets) or "", sqlstate=sqlstate,
                hint=redact(diag.message_hint if diag is not None else None, secrets),
                detail=redact(diag.message_detail if diag is not None else None, secrets),
                **extra)
