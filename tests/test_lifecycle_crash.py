@@ -5,10 +5,12 @@ step is run with the point armed and either killed there (fault_action 'wait', t
 pg_terminate_backend from a second session) or failed there (fault_action 'error'), three
 times each. Afterwards:
 
-- every datatable_role_set row with a non-empty password names a login that logs in with it;
+- every datatable_role_set row with a non-empty password names a login that logs in with it
+  to its database;
 - no login whose row had a password was dropped without its row going in the same commit;
-- no data table object is lost: what the set login (or a dropped role) created still exists,
-  with its rows, owned by that login or, once swept, by the data table's admin login;
+- no data table object is lost: what a set login (or a dropped role) created still exists,
+  with its rows, owned by that login (role) or, once swept (dropped), by the data table's
+  admin login (moved to a quarantine schema: docs/trust.md);
 - the next resolve heals (returns a password that logs in), and a sweep later finishes with
   nothing unfinished, leaving the objects with the admin login; a dropped login is made again
   on demand.
@@ -60,24 +62,29 @@ def shared_tables(cluster):
     scratch.clean()
 
 
-def _world(make_world, run, tables) -> tuple[World, dict[str, str]]:
+def _world(make_world, run, tables) -> tuple[World, dict]:
     """Run `run` of a test: its own workspace ws<run> and roles <uid>r<run>_{a,b,c} in the
-    test's metadata database. vic resolves to the set login L of {a, b} (on both data
-    tables), which creates table <uid>r<run>_made in each; role b's own login creates
-    <uid>r<run>_b_made in each. neo is a tenant of a, b and c: a set nobody resolved yet.
-    Returns the world and those names."""
+    test's metadata database. On each data table's database, vic resolves to the set login
+    of {a, b} there (one per database), which creates table <uid>r<run>_made; vic naming
+    role b gets b's one-role login there, which, acting as b (the startup option), creates
+    <uid>r<run>_b_made, so that it belongs to b. neo is a tenant of a, b and c: a set nobody
+    resolved yet. Returns the world and those names (set_login: database -> login)."""
     w = make_world(**LIFECYCLE | dict(
         tag=f"r{run}", ws=f"ws{run}", datatables=tables,
         tenants={"a": ["u/vic", "u/neo"], "b": ["u/vic", "u/neo"], "c": ["u/neo"]}))
     prefix = w.uid
-    _db, login, password, roles = w.resolve("vic")
-    assert login.startswith("wm_set_") and roles == sorted([w.a, w.b])
+    set_logins: dict[str, str] = {}
     for t in w.tables:
-        assert w.resolve("vic", t.name)[1] == login
+        dbname, login, password, roles = w.resolve("vic", t.name)
+        assert login.startswith("wm_set_") and roles == sorted([w.a, w.b])
+        assert dbname == t.dbname and login not in set_logins.values()
+        set_logins[t.dbname] = login
         create_table_as(w, login, password, f"{prefix}_made", t.dbname)
-        _db, b_login, b_password, _r = w.resolve("vic", t.name, role=w.b)
-        create_table_as(w, b_login, b_password, f"{prefix}_b_made", t.dbname, rows=2)
-    return w, {"set_login": login, "b_login": w.b,
+        _db, b_login, b_password, b_roles = w.resolve("vic", t.name, role=w.b)
+        assert b_roles == [w.b] and b_login.startswith("wm_set_")
+        create_table_as(w, b_login, b_password, f"{prefix}_b_made", t.dbname, rows=2,
+                        role=w.b)
+    return w, {"set_login": set_logins, "b_login": w.b,
                "made": f"{prefix}_made", "b_made": f"{prefix}_b_made"}
 
 
@@ -114,8 +121,9 @@ def _check_invariants(w: World, names: dict, pw_before: dict[str, str]) -> None:
         exists, _ = w.role_state(login)
         if not exists:
             assert login not in rows, f"{login} was dropped while its row remained"
-    set_login, b_login = names["set_login"], names["b_login"]
+    b_login = names["b_login"]
     for t in w.tables:
+        set_login = names["set_login"][t.dbname]
         for table, creator, n in ((names["made"], set_login, 3), (names["b_made"], b_login, 2)):
             owner = w.table_owner(table, t.dbname)
             assert owner is not None, f"{table} in {t.dbname} was lost"
@@ -141,14 +149,17 @@ def _heal(w: World, names: dict, step: str, conn: psycopg.Connection) -> None:
     report = w.sweep(conn)
     assert report["unfinished"] == [], report
     assert w.rows() == {}, "a finished sweep of stale logins leaves no row"
-    assert not w.role_state(names["set_login"])[0]
+    for login in names["set_login"].values():
+        assert not w.role_state(login)[0]
     for t in w.tables:
         assert w.table_owner(names["made"], t.dbname) == t.admin_login
         assert w.table_rows(names["made"], t.dbname) == 3
         expected_b = t.admin_login if step == "drop_datatable_role" else names["b_login"]
         assert w.table_owner(names["b_made"], t.dbname) == expected_b
+        assert w.table_rows(names["b_made"], t.dbname) == 2
     again = w.sweep(conn)
-    assert again == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
+    assert again == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": [],
+                     "rotated": 0, "healed": 0}
     # made again on demand, then swept again, so the next run starts from no row
     _db, login, password, _roles = w.resolve("vic")
     assert authenticates(w, login, password)
@@ -175,12 +186,13 @@ def _crash_once(w: World, names: dict[str, str], point: str, step: str, action: 
             outcome.run()
             disarm(victim)
             if point == "sweep:after_drop_role":
-                # caught per login: the sweep carries on and reports it
+                # caught per login: the sweep carries on and reports each (every stale
+                # login: the set logins and b's one-role logins, on both databases)
                 report = outcome.result
                 assert outcome.error is None, outcome.error
-                assert [u["login"] for u in report["unfinished"]] == [names["set_login"]]
-                assert "fault injected at sweep:after_drop_role" in \
-                    report["unfinished"][0]["reason"]
+                assert [u["login"] for u in report["unfinished"]] == sorted(pw_before)
+                for item in report["unfinished"]:
+                    assert "fault injected at sweep:after_drop_role" in item["reason"], item
             else:
                 assert isinstance(outcome.error, psycopg.errors.InternalError_), outcome.error
                 assert f"fault injected at {point}" in str(outcome.error)

@@ -1,14 +1,18 @@
 """Races of the set-login lifecycle (SPEC section 6), against real logins.
 
 - a resolve racing a sweep of the same login gets a password that logs in right away, or a
-  clear error; never one that fails;
+  clear error; the one exception is the sweep's rotation, which gives a live login a new
+  password without ending its sessions: a password resolved just before it fails once, and
+  the next resolve (what the wrapper's one retry does) gets one that works;
 - a resolve racing retirement (disable/enable, retire_role_set_logins_of) likewise, except
   that a retirement committing after the resolve read the row may of course retire what it
   returned; a login being made while its role is disabled or dropped is retired too;
-- retirement ends the sessions of the retired logins and of the disabled role's login;
+- retirement ends the sessions of the retired logins (the set logins and one-role logins
+  holding the role), and no other;
 - two instances on one cluster never share a set login, and neither's sweep or retirement
   touches the other's;
-- the sweep's report, and a sweep that cannot finish with a login.
+- the sweep's report, and a sweep that cannot finish with a login;
+- remove_datatable_role retires the logins holding the role on that database only.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from support import (
     DT, LIFECYCLE, FaultHold, Runner, arm, authenticates, check_rows_authenticate, connect,
     create_table_as, login_error,
 )
+
+NOTHING_DONE = {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": [], "rotated": 0,
+                "healed": 0}
 
 
 @pytest.fixture
@@ -49,13 +56,14 @@ def test_resolve_racing_sweep_gets_a_working_password_or_a_clear_error(world):
     w = world
     _db, login, password, _r = w.resolve("vic")
     create_table_as(w, login, password, "made")
-    outcomes = {"ok": 0, "error": []}
+    outcomes = {"ok": 0, "error": [], "rotated_away": 0}
     sweeps = {"dropped": 0, "kept": 0}
     for i in range(ITERATIONS):
         w.advance_clock("31 days")  # the login is stale again
         oid_before = w.role_oid(login)
         barrier = threading.Barrier(RESOLVERS + 1)
         failures: list[str] = []
+        rotated_away: list[str] = []
 
         def resolver():
             with w.connect_worker() as conn:
@@ -69,10 +77,19 @@ def test_resolve_racing_sweep_gets_a_working_password_or_a_clear_error(world):
                         outcomes["error"].append(e.sqlstate)
                         continue
                     err = login_error(w, got, pw)
-                    if err is not None:
-                        failures.append(f"resolve returned a password that fails: {err}")
-                    else:
+                    if err is None:
                         outcomes["ok"] += 1
+                        continue
+                    if "password authentication failed" not in str(err):
+                        failures.append(f"resolve returned a login that fails: {err}")
+                        continue
+                    # only a rotation committed after this resolve may do that; then the
+                    # next resolve (the wrapper's retry) works at once
+                    rotated_away.append(got)
+                    _db, got2, pw2, _roles = w.resolve("vic", conn=conn)
+                    err = login_error(w, got2, pw2)
+                    if err is not None or pw2 == pw:
+                        failures.append(f"the resolve after a rotation fails too: {err}")
 
         def sweeper():
             with w.connect_owner() as conn:
@@ -92,6 +109,9 @@ def test_resolve_racing_sweep_gets_a_working_password_or_a_clear_error(world):
         assert sweep.error is None, sweep.error
         report = sweep.result
         assert report["unfinished"] == [], report
+        if rotated_away:
+            assert report["rotated"] == 1, (report, rotated_away)
+            outcomes["rotated_away"] += len(rotated_away)
         # the report tells the truth: a login reported dropped was dropped (it may have been
         # made again since, as another role with the same name); one skipped, or not
         # examined (a resolve used it before the sweep looked), was not
@@ -136,7 +156,8 @@ def test_login_taken_back_during_a_sweep_is_skipped_and_keeps_its_objects(world)
         hold.close()
         sweeper.close()
     assert sweep.error is None, sweep.error
-    assert sweep.result == {"examined": 1, "dropped": 0, "skipped": 1, "unfinished": []}
+    assert sweep.result == {"examined": 1, "dropped": 0, "skipped": 1, "unfinished": [],
+                            "rotated": 0, "healed": 0}
     assert w.role_oid(login) == oid and authenticates(w, login, new_password)
     assert w.table_owner("made") == login
 
@@ -292,18 +313,23 @@ def test_retirement_ends_sessions_of_retired_logins_and_of_the_disabled_role(wor
     a, b = w.a, w.b
     _db, login, pw, _r = w.resolve("vic")
     _db, a_login, a_pw, _r = w.resolve("vic", role=a)
-    assert a_login == a
+    _db, b_login, b_pw, _r = w.resolve("vic", role=b)
+    assert len({login, a_login, b_login}) == 3 and a_login.startswith("wm_set_")
     set_conn = connect(w.login_conninfo(login, pw))
-    role_conn = connect(w.login_conninfo(a_login, a_pw))
-    b_conn = connect(w.login_conninfo(*w.resolve("vic", role=b)[1:3]))
+    role_conn = connect(w.login_conninfo(a_login, a_pw, role=a))  # acting as a
+    b_conn = connect(w.login_conninfo(b_login, b_pw, role=b))
     try:
         assert _alive(set_conn) and _alive(role_conn) and _alive(b_conn)
+        assert w.call("SELECT count(*) FROM pg_stat_activity WHERE usename = %s",
+                      [a])[0] == (0,), "a catalog role is never logged in as"
         w.call("SELECT set_datatable_role_enabled(%s, false)", [a])
         assert not _alive(set_conn), "the retired set login's session goes on"
-        assert not _alive(role_conn), "the disabled role's own session goes on"
+        assert not _alive(role_conn), "the session acting as the disabled role goes on"
         assert _alive(b_conn), "another role's session was ended"
-        assert w.role_state(login) == (True, False) and w.rows()[login][0] == ""
-        assert w.role_state(a) == (True, False)
+        for retired in (login, a_login):
+            assert w.role_state(retired) == (True, False) and w.rows()[retired][0] == ""
+        assert w.role_state(b_login) == (True, True) and w.rows()[b_login][0] == b_pw
+        assert w.role_state(a) == (True, False)  # NOLOGIN, as every catalog role
     finally:
         for c in (set_conn, role_conn, b_conn):
             c.close()
@@ -312,12 +338,16 @@ def test_retirement_ends_sessions_of_retired_logins_and_of_the_disabled_role(wor
     _db, again, pw2, _r = w.resolve("vic")
     assert again == login and pw2 != pw
     set_conn = connect(w.login_conninfo(login, pw2))
+    b_conn = connect(w.login_conninfo(b_login, b_pw, role=b))
     try:
-        assert w.call("SELECT retire_role_set_logins_of(%s)", [b]) == [(1,)]
-        assert not _alive(set_conn)
+        # both logins holding b: the set login and b's one-role login
+        assert w.call("SELECT retire_role_set_logins_of(%s)", [b]) == [(2,)]
+        assert not _alive(set_conn) and not _alive(b_conn)
     finally:
         set_conn.close()
-    assert w.role_state(login) == (True, False) and w.rows()[login][0] == ""
+        b_conn.close()
+    for retired in (login, b_login):
+        assert w.role_state(retired) == (True, False) and w.rows()[retired][0] == ""
     assert authenticates(w, *w.resolve("vic")[1:3])
 
 
@@ -346,7 +376,7 @@ def test_session_slipping_in_before_retirement_commits_is_ended_by_the_sweep(wor
         assert w.role_state(login) == (True, False)
         assert _alive(sneaky)  # PostgreSQL: NOLOGIN disconnects nobody
         report = w.sweep()
-        assert report == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
+        assert report == NOTHING_DONE
         assert not _alive(sneaky), "the sweep leaves a retired login's session"
     finally:
         sneaky.close()
@@ -380,11 +410,12 @@ def test_two_instances_on_one_cluster(make_world, new_meta_db, uid):
         untouched()
         w1.advance_clock("31 days")
         report = w1.sweep()
-        assert report == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}
+        assert report == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": [],
+                          "rotated": 0, "healed": 0}
         assert not w1.role_state(l1)[0]
         untouched()
         report2 = w2.sweep()
-        assert report2 == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
+        assert report2 == NOTHING_DONE
         untouched()
         w1.call("SELECT drop_datatable_role(%s)", [w1.a])
         untouched()
@@ -396,9 +427,27 @@ def test_two_instances_on_one_cluster(make_world, new_meta_db, uid):
 
 # ---- the report, and a sweep that cannot finish ---------------------------------------------
 
+def _unreachable_object(w, scratch, login: str) -> str:
+    """A table owned by ``login`` in a database that is no data table's and takes no
+    connection (as the superuser): what the login holds there cannot be dropped, so a sweep
+    cannot finish with it. Returns the database."""
+    other = scratch.database(f"{w.uid}_other")
+    with w.cluster.connect_super(other) as conn:
+        conn.execute("CREATE TABLE foreign_thing (x integer)")
+        conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
+            sql.Identifier(login)))
+    _allow_connections(w, other, False)
+    return other
+
+
+def _allow_connections(w, dbname: str, allowed: bool) -> None:
+    w.su("postgres").execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(
+        sql.Identifier(dbname), sql.SQL("true" if allowed else "false")))
+
+
 def test_sweep_report_shape(world, scratch):
     """Three stale logins: one dropped, one used while the sweep runs (skipped), one owning
-    something outside the data table databases (unfinished)."""
+    something in a database that takes no connection (unfinished)."""
     w = world
     a, b = w.a, w.b
     c = w.new_role("c")
@@ -410,11 +459,7 @@ def test_sweep_report_shape(world, scratch):
     logins = {w.resolve(job)[1]: job for job in ("vic", "neo", "zed")}
     assert len(logins) == 3
     first, unfinishable, touched = sorted(logins)
-    other = scratch.database(f"{w.uid}_other")  # no data table's
-    with w.cluster.connect_super(other) as conn:
-        conn.execute("CREATE TABLE foreign_thing (x integer)")
-        conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
-            sql.Identifier(unfinishable)))
+    other = _unreachable_object(w, scratch, unfinishable)
     w.advance_clock("31 days")
     hold = FaultHold(w)
     sweeper = w.connect_owner()
@@ -431,16 +476,20 @@ def test_sweep_report_shape(world, scratch):
         sweeper.close()
     assert sweep.error is None, sweep.error
     report = sweep.result
-    assert set(report) == {"examined", "dropped", "skipped", "unfinished"}
-    assert all(isinstance(report[k], int) for k in ("examined", "dropped", "skipped"))
+    assert set(report) == {"examined", "dropped", "skipped", "unfinished", "rotated", "healed"}
+    assert all(isinstance(report[k], int)
+               for k in ("examined", "dropped", "skipped", "rotated", "healed"))
     assert (report["examined"], report["dropped"], report["skipped"]) == (3, 1, 1)
+    # the touched login, used now, stays; its password, 31 days old, is rotated
+    assert (report["rotated"], report["healed"]) == (1, 0)
     assert isinstance(report["unfinished"], list) and len(report["unfinished"]) == 1
     item = report["unfinished"][0]
     assert set(item) == {"login", "reason"} and item["login"] == unfinishable
-    assert other in item["reason"] and "not a data table database" in item["reason"]
+    assert other in item["reason"] and "could not establish connection" in item["reason"]
     assert "password" not in item["reason"].lower()
     assert not w.role_state(first)[0]
     assert w.role_state(touched) == (True, True)
+    check_rows_authenticate(w)  # the touched login logs in with its new password
 
 
 def test_sweep_that_cannot_finish_keeps_the_row_and_carries_on(world, scratch):
@@ -452,28 +501,72 @@ def test_sweep_that_cannot_finish_keeps_the_row_and_carries_on(world, scratch):
     _db, stuck, pw, _r = w.resolve("vic")
     _db, fine, _p, _r = w.resolve("neo")
     create_table_as(w, stuck, pw, "made")
-    other = scratch.database(f"{w.uid}_other")  # no data table's
-    with w.cluster.connect_super(other) as conn:
-        conn.execute("CREATE TABLE foreign_thing (x integer)")
-        conn.execute(sql.SQL("ALTER TABLE foreign_thing OWNER TO {}").format(
-            sql.Identifier(stuck)))
+    other = _unreachable_object(w, scratch, stuck)
     w.advance_clock("31 days")
     report = w.sweep()
     assert report["examined"] == 2 and report["dropped"] == 1, report
     assert [u["login"] for u in report["unfinished"]] == [stuck]
-    assert "not a data table database" in report["unfinished"][0]["reason"]
+    assert "could not establish connection" in report["unfinished"][0]["reason"]
     assert not w.role_state(fine)[0], "the sweep carries on with the others"
     assert w.rows()[stuck][0] == "", "left with an empty password"
     assert w.role_state(stuck) == (True, False)
     assert w.table_owner("made") == w.admin_login  # what could move, moved
+    assert w.table_rows("made") == 3
     check_rows_authenticate(w)
     # the next sweep finds it again
     again = w.sweep()
     assert again["examined"] == 1 and [u["login"] for u in again["unfinished"]] == [stuck]
-    # once the operator moved the foreign object, the sweep finishes with it
-    with w.cluster.connect_super(other) as conn:
-        conn.execute("DROP TABLE foreign_thing")
-    assert w.sweep() == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": []}
+    # once the database takes connections again, the sweep finishes with it: what the login
+    # had there is dropped (nothing outside the data table databases is kept)
+    _allow_connections(w, other, True)
+    assert w.sweep() == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": [],
+                         "rotated": 0, "healed": 0}
     assert w.rows() == {} and not w.role_state(stuck)[0]
+    with w.cluster.connect_super(other) as conn:
+        assert conn.execute("SELECT to_regclass('foreign_thing')").fetchone() == (None,)
     _db, back, pw2, _r = w.resolve("vic")
     assert back == stuck and authenticates(w, back, pw2)
+
+
+# ---- remove_datatable_role -------------------------------------------------------------------
+
+def test_remove_datatable_role_retires_the_logins_holding_it_on_that_database(
+        make_world, datatable_db):
+    """vic, a tenant of a and b on two data tables (two databases), has a set login on each
+    and, naming a, a one-role login on main's. Taking a out of main's map retires the two
+    logins of main's database holding a (sessions ended), not dt1's; unless another data
+    table on main's database still maps a. The next resolve on main gives b alone; the
+    sweep drops the retired logins at once (no data table on their database maps a)."""
+    w = make_world(**LIFECYCLE | dict(datatables=2))
+    a, b = w.a, w.b
+    main_set = w.resolve("vic")
+    dt1_set = w.resolve("vic", "dt1")
+    main_a = w.resolve("vic", role=a)
+    assert len({main_set.login, dt1_set.login, main_a.login}) == 3
+    # another data table on main's database mapping a keeps the logins
+    shared = w.register("shared", tenants={a: ["u/vic"]})
+    w.call("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, DT, a])
+    assert all(pw for pw, _ids in w.rows().values())
+    sessions = {r.login: connect(w.login_conninfo(r.login, r.password, r.dbname,
+                                                  role=a if r is main_a else None))
+                for r in (main_set, dt1_set, main_a)}
+    try:
+        # the last data table on main's database mapping a lets it go, sessions open
+        w.call("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, shared.name, a])
+        rows = w.rows()
+        for r in (main_set, main_a):
+            assert rows[r.login][0] == "" and w.role_state(r.login) == (True, False)
+            assert not _alive(sessions[r.login])
+        assert rows[dt1_set.login][0] == dt1_set.password and _alive(sessions[dt1_set.login])
+        assert authenticates(w, dt1_set.login, dt1_set.password, dt1_set.dbname)
+    finally:
+        for conn in sessions.values():
+            conn.close()
+    now = w.resolve("vic")
+    assert now.roles == [b] and now.login not in (main_set.login, main_a.login)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        w.resolve("vic", role=a)  # R1: a is not in main's map
+    report = w.sweep()  # no clock moved: retired for good is enough
+    assert (report["examined"], report["dropped"], report["unfinished"]) == (2, 2, []), report
+    assert not w.role_state(main_set.login)[0] and not w.role_state(main_a.login)[0]
+    check_rows_authenticate(w)
