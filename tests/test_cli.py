@@ -15,6 +15,7 @@ import pytest
 from psycopg import sql
 
 from datatable_roles import cli, policy_lint, progress
+from datatable_roles.scram import scram_sha256_verifier
 from support import ACME, DT, WS, sql_exec
 
 
@@ -131,6 +132,9 @@ def test_status_shows_defaults_roles_tenants_and_set_logins(env, capsys):
     assert "WARNING" not in out and "default role: (none)" in out
     assert f"Data table fork/shared: a reference to {WS}/{DT}" in out
     assert res.login in out and "just now" in out and "active" in out
+    line = next(x for x in out.splitlines() if res.login in x)
+    assert env.dbname in line  # a login's one database
+    assert "passwords are rotated every 1 day" in out
     for secret in (res.password, env.admin_password, env.cluster.owner_password):
         assert secret not in out
 
@@ -142,6 +146,9 @@ def test_status_shows_defaults_roles_tenants_and_set_logins(env, capsys):
         "admin": [], env.emea: ["g/emea"], env.us: ["g/us"]}
     (login,) = data["set_logins"]
     assert login["login"] == res.login and login["roles"] == sorted([env.emea, env.us])
+    assert login["database"] == env.dbname and login["intact"] is True
+    assert main["admin_password_ok"] is True
+    assert data["rotate_every"] == "1 day" and data["login_group"].startswith("dtr_logins_")
     assert "password" not in json.dumps(data).lower().replace("password_", "")
     assert res.password not in json.dumps(data)
 
@@ -157,6 +164,30 @@ def test_status_marks_stale_and_retired_logins(env, capsys):
     line = next(x for x in out.splitlines() if res.login in x)
     assert "31 days ago" in line and "retired" in line and "next sweep drops it" in line
     assert "package clock runs 31 days ahead" in out
+
+
+def test_status_shows_passwords_changed_outside_the_package(env, capsys):
+    """A script changed its login's password, someone the admin login's: status says so
+    (no password shown), and the next resolve heals the login."""
+    env.owner.set_datatable_default_role(WS, DT, None)
+    res = env.worker.resolve(env.job("carol"), DT)
+    with env.cluster.connect_super() as su:
+        for login in (res.login, env.admin_login):
+            su.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                sql.Identifier(login), sql.Literal(scram_sha256_verifier(uuid.uuid4().hex))))
+    code, out, _ = run(capsys, "--dsn", env.meta.owner_conninfo, "status")
+    assert code == 0
+    assert "WARNING: the admin login's password was changed outside the package" in out
+    assert "set_datatable_admin_password" in out
+    line = next(x for x in out.splitlines() if res.login in x)
+    assert "changed outside the package" in line
+    code, data, _ = run_json(capsys, "--dsn", env.meta.owner_conninfo, "--json", "status")
+    assert code == 0 and data["set_logins"][0]["intact"] is False
+    assert data["datatables"][0]["admin_password_ok"] is False
+    env.worker.resolve(env.job("carol"), DT)  # healed
+    code, out, _ = run(capsys, "--dsn", env.meta.owner_conninfo, "status")
+    line = next(x for x in out.splitlines() if res.login in x)
+    assert line.rstrip().endswith("active")
 
 
 # ---- explain -----------------------------------------------------------------------------
@@ -176,6 +207,10 @@ def test_explain_human_and_json(env, capsys):
     code, data, _ = run_json(capsys, "--dsn", dsn, "explain", str(job), DT, "--json")
     assert code == 0 and data["roles"] == sorted([env.emea, env.us])
     assert data["login_kind"] == "set"
+
+    code, out, _ = run(capsys, "--dsn", dsn, "explain", str(env.job("alice")), DT)
+    assert code == 0 and "(one-role login, made on first resolve), roles " + env.emea in out
+    assert f"connected with options='-c role={env.emea}'" in out
 
     code, out, _ = run(capsys, "--dsn", dsn, "explain", str(env.job("dave")), DT)
     assert code == 0 and "=> REFUSED by R5" in out and "hint:" in out
@@ -219,7 +254,8 @@ def test_sweep_with_nothing_to_do(env, capsys):
     code, out, err = run(capsys, "--dsn", env.meta.owner_conninfo, "sweep")
     assert code == 0 and out.startswith("Sweep: 0 examined, 0 dropped") and err == ""
     code, data, _ = run_json(capsys, "--dsn", env.meta.owner_conninfo, "sweep", "--json")
-    assert code == 0 and data == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": []}
+    assert code == 0 and data == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": [],
+                                  "rotated": 0, "healed": 0}
 
 
 def test_sweep_many_stale_logins_shows_a_progress_bar(env, capsys):
@@ -229,13 +265,13 @@ def test_sweep_many_stale_logins_shows_a_progress_bar(env, capsys):
         [roles])]
     pairs = list(itertools.combinations(ids, 2))
     assert len(pairs) == 21
-    logins = [env.owner._rows("SELECT login FROM datatable_roles.ensure_set_login(%s)",
-                              [list(p)])[0][0] for p in pairs]
+    logins = [env.owner.ensure_set_login(env.dbname, p) for p in pairs]
     sql_exec(env.meta.owner_conninfo,
              "UPDATE datatable_roles.settings SET clock_offset = '31 days'")
     code, out, err = run(capsys, "--dsn", env.meta.owner_conninfo, "sweep")
     assert code == 0
     assert out.startswith("Sweep: 21 examined, 21 dropped, 0 skipped")
+    assert "0 passwords rotated, 0 logins changed outside the package healed" in out
     assert "sweep [" in err and err.rstrip().endswith("21/21 logins")
     with env.cluster.connect_super() as conn:
         assert conn.execute("SELECT count(*) FROM pg_roles WHERE rolname = ANY(%s)",

@@ -1,6 +1,7 @@
 """No generated password ever reaches the server log (SPEC section 5), even with
-log_statement=all and on every error path: every path that creates or re-keys a login or
-hands out a password runs, then the log written meanwhile is searched for each of them.
+log_statement=all and on every error path: every path that creates, re-keys, heals or
+rotates a login or hands out a password runs, then the log written meanwhile is searched
+for each of them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import uuid
 import pytest
 from psycopg import errors, sql
 
+from datatable_roles.scram import scram_sha256_verifier
 from support import DT, World, connect
 
 
@@ -31,9 +33,9 @@ def stored_passwords(w: World) -> set[str]:
     """Every password the package keeps right now (read as superuser)."""
     with connect(w.meta.super_conninfo) as conn:
         rows = conn.execute(
-            "SELECT password FROM datatable_roles.catalog_role"
-            " UNION ALL SELECT password FROM datatable_roles.datatable_role_set"
-            " UNION ALL SELECT password FROM datatable_roles.link_credential").fetchall()
+            "SELECT password FROM datatable_roles.datatable_role_set"
+            " UNION ALL SELECT password FROM datatable_roles.link_credential"
+            " UNION ALL SELECT admin_password FROM datatable_roles.datatable").fetchall()
     return {r[0] for r in rows if r[0]}
 
 
@@ -52,7 +54,7 @@ def test_no_password_in_server_log(cluster, make_world, uid):
     cluster.set_setting("log_statement", "all")
     try:
         with w.connect_owner() as owner, w.connect_worker() as worker:
-            # create_datatable_role; set_datatable_role_enabled (false, then true: re-key)
+            # create_datatable_role (NOLOGIN, no password); set_datatable_role_enabled
             for role in (emea, us, apac):
                 owner.execute("SELECT create_datatable_role(%s)", [role])
             passwords |= stored_passwords(w)
@@ -70,7 +72,7 @@ def test_no_password_in_server_log(cluster, make_world, uid):
             jobs["root"] = record_job(w, worker, "root", "run", "root")
             jobs["nobody"] = record_job(w, worker, "dave", "schedule")
 
-            # Role login, new set, existing set, admin login.
+            # One-role login, new set, existing set, admin login.
             returned = [resolve(worker, jobs["alice"]), resolve(worker, jobs["carol"]),
                         resolve(worker, jobs["carol"]), resolve(worker, jobs["root"], "admin")]
             assert [r[2] for r in returned] == [[emea], sorted([emea, us]),
@@ -96,6 +98,15 @@ def test_no_password_in_server_log(cluster, make_world, uid):
             with connect(cluster.conninfo(set_login, rekeyed[1], dbname, tcp=True)) as conn:
                 assert conn.execute("SELECT current_user").fetchone() == (set_login,)
 
+            # A login whose password a script changed: healed by the next resolve.
+            with cluster.connect_super() as su:
+                su.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(set_login),
+                    sql.Literal(scram_sha256_verifier(secrets.token_hex(16)))))
+            healed = resolve(worker, jobs["carol"])
+            assert healed[0] == set_login and healed[1] != rekeyed[1]
+            passwords |= {healed[1]} | stored_passwords(w)
+
             # Error paths: refusals, bad names, injected faults.
             with pytest.raises(errors.InsufficientPrivilege):
                 resolve(worker, jobs["nobody"])                       # R5
@@ -107,7 +118,7 @@ def test_no_password_in_server_log(cluster, make_world, uid):
                 with pytest.raises(errors.InvalidParameterValue):
                     owner.execute("SELECT create_datatable_role(%s)", [bad])
             with pytest.raises(errors.InsufficientPrivilege):
-                worker.execute("SELECT password FROM datatable_roles.catalog_role")
+                worker.execute("SELECT password FROM datatable_roles.datatable_role_set")
 
             worker.execute("SET datatable_roles.fault = 'create:after_create_role'")
             with pytest.raises(errors.InternalError, match="fault injected"):
@@ -122,10 +133,18 @@ def test_no_password_in_server_log(cluster, make_world, uid):
             assert [r[2] for r in after_faults] == [sorted([emea, apac]), sorted([emea, us])]
             passwords |= {r[1] for r in after_faults} | stored_passwords(w)
 
-            # Sweep after 31 days, then the swept set made again on demand.
+            # Rotation: a day later the sweep gives both live sets (and the link login) new
+            # passwords.
+            owner.execute("UPDATE datatable_roles.settings SET clock_offset = '25 hours'")
+            (report,) = owner.execute("CALL sweep_unused_role_set_logins(NULL)").fetchone()
+            assert (report["rotated"], report["dropped"]) == (2, 0), report
+            passwords |= stored_passwords(w)
+
+            # Sweep after 31 days (alice's one-role login, carol's and erin's sets), then the
+            # swept set made again on demand.
             owner.execute("UPDATE datatable_roles.settings SET clock_offset = '31 days'")
             (report,) = owner.execute("CALL sweep_unused_role_set_logins(NULL)").fetchone()
-            assert report["dropped"] == 2 and report["unfinished"] == [], report
+            assert report["dropped"] == 3 and report["unfinished"] == [], report
             again = resolve(worker, jobs["carol"])
             assert again[0] == set_login
             passwords |= {again[1]} | stored_passwords(w)
@@ -145,8 +164,9 @@ def test_no_password_in_server_log(cluster, make_world, uid):
                      "fault injected at rekey:after_alter_role", "refused by rule R5",
                      "made_by_set_login"):
         assert expected in log, f"the server log lacks {expected!r}"
-    # 3 catalog roles + apac re-keyed; carol's set: made, re-keyed twice, made again after
-    # the sweep; erin's set; the admin login; the link login.
-    assert len(passwords) == 11, len(passwords)
+    # The admin login; the link login's, rotated twice; alice's one-role login; carol's set:
+    # made, re-keyed, healed, re-keyed, rotated, made again after the sweep; erin's set:
+    # made, rotated.
+    assert len(passwords) == 13, len(passwords)
     leaked = sorted(p for p in passwords if p in log)
     assert not leaked, f"{len(leaked)} password(s) found in {cluster.log_path}"

@@ -137,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("status", parents=[with_dsn],
-                       help="data tables (default role, roles, tenants) and set logins")
+                       help="data tables (default role, roles, tenants) and the logins handed "
+                            "to jobs")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("explain", parents=[with_dsn],
@@ -148,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("sweep", parents=[with_dsn],
-                       help="drop this instance's set logins unused for 30 days")
+                       help="drop this instance's logins unused for 30 days; rotate and heal "
+                            "passwords")
     p.add_argument("--unused-for", metavar="INTERVAL",
                    help="e.g. '30 days' (default: the instance's setting)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

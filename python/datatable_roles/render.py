@@ -3,7 +3,7 @@
 
 Every function here takes plain data (what the SQL functions return, through the client) and
 returns a string; nothing here connects to a database. What is worded for people lives here
-and not in SQL: the admin warning, ages such as "3 min ago", the words for a set login's
+and not in SQL: the admin warning, ages such as "3 min ago", the words for a login's
 state.
 """
 
@@ -85,10 +85,25 @@ def age(seconds: float | None) -> str:
 ADMIN_WARNING = ("WARNING: the default role is admin: a connection naming no role logs in as "
                  "the admin login, which owns the tables and bypasses row-level security.")
 
+ADMIN_PASSWORD_CHANGED = (
+    "WARNING: the admin login's password was changed outside the package: a resolve that "
+    "would hand out the admin login is refused (55000) until the package is given the "
+    "current one: set_datatable_admin_password(workspace, name, admin_password).")
+
+ADMIN_PASSWORD_UNKNOWN = (
+    "note: the package has not set the admin login's password (registered before 0.2): give "
+    "it with set_datatable_admin_password(workspace, name, admin_password) so that a change "
+    "is noticed.")
+
+# login_kind, in words (explain).
+LOGIN_KINDS = {"admin": "admin login", "role": "one-role login", "set": "set login"}
+
 
 def set_login_state(login: dict[str, Any]) -> str:
-    """A set login's state in words, from status_report's active/login_exists/stale."""
-    if login["active"] and login["login_exists"]:
+    """A login's state in words, from status_report's active/login_exists/intact/stale."""
+    if login["active"] and login["login_exists"] and login.get("intact") is False:
+        state = "changed outside the package (healed on next use or sweep)"
+    elif login["active"] and login["login_exists"]:
         state = "active"
     elif login["login_exists"]:
         state = "retired (taken back on next use)"
@@ -101,8 +116,12 @@ def set_login_state(login: dict[str, Any]) -> str:
 
 def render_status(report: dict[str, Any]) -> str:
     """The text of ``status`` from ``datatable_roles.status_report()``."""
-    out = [f"Instance {report['instance_id']} (set logins unused for {report['unused_after']} "
+    out = [f"Instance {report['instance_id']} (logins unused for {report['unused_after']} "
            f"are swept; last use is recorded at most every {report['touch_every']})"]
+    if "rotate_every" in report:
+        out.append(f"  passwords are rotated every {report['rotate_every']}; every login "
+                   f"handed to jobs is in the login group {report.get('login_group')} "
+                   "(for pg_hba.conf)")
     if report["clock_offset"] != "00:00:00":
         out.append(f"  note: the package clock runs {report['clock_offset']} ahead (tests)")
     out.append("")
@@ -119,6 +138,10 @@ def render_status(report: dict[str, Any]) -> str:
         out.append(f"  default role: {default if default else '(none): viewer roles only'}")
         if d["default_is_admin"]:
             out.append(f"  {ADMIN_WARNING}")
+        if d.get("admin_password_ok") is False:
+            out.append(f"  {ADMIN_PASSWORD_CHANGED}")
+        elif "admin_password_ok" in d and d["admin_password_ok"] is None:
+            out.append(f"  {ADMIN_PASSWORD_UNKNOWN}")
         out.append(format_table(["role", "enabled", "tenants"],
                                 [[r["role"], r["enabled"], r["tenants"] or "(nobody)"]
                                  for r in d["roles"]], indent="    "))
@@ -129,9 +152,11 @@ def render_status(report: dict[str, Any]) -> str:
                               "can log in" if r["can_login"] else "NOLOGIN", r["maps"],
                               timestamp(r["created_at"])] for r in report["catalog_roles"]]))
     out.append("")
-    out.append("Set logins (one per set of roles some viewer connected with)")
-    out.append(format_table(["login", "roles", "created", "last used", "state"],
-                            [[s["login"], s["roles"], timestamp(s["created_at"]),
+    out.append("Logins handed to jobs (one per set of roles and database some job connected "
+               "with; a one-role login acts as its role)")
+    out.append(format_table(["login", "roles", "database", "created", "last used", "state"],
+                            [[s["login"], s["roles"], s.get("database"),
+                              timestamp(s["created_at"]),
                               f"{cell(timestamp(s['last_used_at']))} "
                               f"({age(s['idle_seconds'])})",
                               set_login_state(s)]
@@ -184,8 +209,12 @@ def render_explain(data: dict[str, Any]) -> str:
             out.append(f"     hint: {refused['hint']}")
     else:
         exists = "exists" if data.get("login_exists") else "made on first resolve"
-        out.append(f"  => login {data.get('login')} ({data.get('login_kind')} login, {exists}),"
-                   f" roles {cell(data.get('roles'))}, database {data.get('dbname')}")
+        kind = data.get("login_kind")
+        out.append(f"  => login {data.get('login')} ({LOGIN_KINDS.get(kind, f'{kind} login')},"
+                   f" {exists}), roles {cell(data.get('roles'))}, database {data.get('dbname')}")
+        if kind == "role":
+            out.append(f"     connected with options='-c role={cell(data.get('roles'))}', its "
+                       "sessions act as the role")
     return "\n".join(out)
 
 
@@ -196,7 +225,9 @@ def render_sweep(report: dict[str, Any]) -> str:
     """The text of ``sweep`` from the procedure's report."""
     out = [f"Sweep: {report.get('examined', 0)} examined, {report.get('dropped', 0)} dropped, "
            f"{report.get('skipped', 0)} skipped (used meanwhile), "
-           f"{len(report.get('unfinished') or [])} unfinished"]
+           f"{len(report.get('unfinished') or [])} unfinished; "
+           f"{report.get('rotated', 0)} passwords rotated, "
+           f"{report.get('healed', 0)} logins changed outside the package healed"]
     if report.get("unfinished"):
         out.append(format_table(["login", "reason (next sweep tries again)"],
                                 [[u.get("login"), u.get("reason")]
