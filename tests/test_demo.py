@@ -23,9 +23,20 @@ def sections(out: str) -> dict[str, str]:
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
-def row(text: str, first: str) -> list[str]:
-    """The cells of the table row that starts with ``first`` (cells are 2+ spaces apart)."""
-    for line in text.splitlines():
+ONE_ROLE = re.compile(r"wm_set_[0-9a-f]{10}\.\.\. \(one-role login\)")
+
+
+def one_role(cells: list[str], roles: str, orders: str) -> None:
+    """A row whose connection is a one-role login holding ``roles`` and seeing ``orders``."""
+    assert ONE_ROLE.fullmatch(cells[1]), cells
+    assert cells[2:] == [roles, orders], cells
+
+
+def row(text: str, first: str, last: bool = False) -> list[str]:
+    """The cells of the (first, or ``last``) table row that starts with ``first`` (cells are
+    2+ spaces apart)."""
+    lines = text.splitlines()
+    for line in reversed(lines) if last else lines:
         cells = re.split(r"\s{2,}", line.strip())
         if cells and cells[0] == first:
             return cells
@@ -49,16 +60,18 @@ def test_demo_tour_shows_each_kind_of_default(demo_output):
         assert row(s["2"], viewer)[1:] == ["main_admin (admin login)", "admin", "1,2,3,4,5,6"]
 
     # 3. default sales_us: the default plus the viewer's roles (R3)
-    assert row(s["3"], "bob")[1:] == ["sales_us (role's login)", "sales_us", "2,5"]
+    one_role(row(s["3"], "bob"), "sales_us", "2,5")
     alice = row(s["3"], "alice")
     assert alice[1].startswith("wm_set_") and alice[1].endswith("(set login)")
     assert alice[2:] == ["sales_emea, sales_us", "1,2,4,5"]
     assert row(s["3"], "carol")[2:] == ["finance, sales_emea, sales_us", "1,2,3,4,5"]
-    assert row(s["3"], "dave")[1:] == ["sales_us (role's login)", "sales_us", "2,5"]
+    one_role(row(s["3"], "dave"), "sales_us", "2,5")
+    assert row(s["3"], "dave")[1] == row(s["3"], "bob")[1]  # one login per set of roles
 
     # 4. no default: the viewer's roles only; nobody left with none gets a login (R4, R5)
-    assert row(s["4"], "alice")[1:] == ["sales_emea (role's login)", "sales_emea", "1,4"]
-    assert row(s["4"], "bob")[1:] == ["sales_us (role's login)", "sales_us", "2,5"]
+    one_role(row(s["4"], "alice"), "sales_emea", "1,4")
+    one_role(row(s["4"], "bob"), "sales_us", "2,5")
+    assert "options='-c role=<role>'" in s["3"]
     assert row(s["4"], "carol")[2:] == ["finance, sales_emea", "1,3,4,5"]
     assert row(s["4"], "dave")[1] == "REFUSED (R5)"
     assert row(s["4"], "(anonymous)")[1] == "REFUSED (R5)"
@@ -67,20 +80,29 @@ def test_demo_tour_shows_each_kind_of_default(demo_output):
 
 def test_demo_named_roles_set_role_explain_status_and_lint(demo_output):
     s = sections(demo_output)
-    assert row(s["5"], "carol runs a script")[1:] == ["finance", "finance (role's login)",
-                                                       "3,4,5"]
+    carol = row(s["5"], "carol runs a script")
+    assert carol[1] == "finance" and ONE_ROLE.fullmatch(carol[2]) and carol[3] == "3,4,5"
     assert "REFUSED (R1)" in s["5"] and "u/publisher is not a tenant" in s["5"]
 
     assert row(s["6"], "SET ROLE sales_emea")[1:] == ["sales_emea", "1,4"]
     assert row(s["6"], "RESET ROLE")[2] == "1,3,4,5"
     assert 'ERROR: permission denied to set role "main_admin"' in s["6"]
+    # alice's one-role login acts as sales_emea; SET ROLE NONE is the login itself
+    assert "options='-c role=sales_emea'" in s["6"]
+    assert row(s["6"], "(as connected)", last=True)[1:] == ["sales_emea", "1,4"]
+    assert row(s["6"], "RESET ROLE", last=True)[1:] == ["sales_emea", "1,4"]
+    assert row(s["6"], "SET ROLE NONE")[1].startswith("wm_set_")
+    assert row(s["6"], "SET ROLE NONE")[2] == "1,4"
+    assert row(s["6"], "SET ROLE sales_us")[2].startswith("ERROR: permission denied")
 
     assert "roles: finance (named by f/finance); sales_emea (named by g/emea)" in s["7"]
     assert re.search(r"=> login wm_set_[0-9a-f]{40} \(set login, exists\), "
                      r"roles finance, sales_emea, database dt_main", s["7"])
 
     assert "Data table acme/main (database dt_main, admin login main_admin)" in s["8"]
-    assert len(re.findall(r"^  wm_set_[0-9a-f]{40}  .*active$", s["8"], flags=re.M)) == 3
+    # three sets and three one-role logins (sales_us, sales_emea, finance), all on dt_main
+    assert len(re.findall(r"^  wm_set_[0-9a-f]{40}  .*  dt_main  .*active$", s["8"],
+                          flags=re.M)) == 6
 
     assert 'ERROR: role "sales_us" does not exist' in s["9"]
     assert row(s["9"], "public.orders")[1:] == ["us_sales", "USING", "sales_us"]
@@ -107,6 +129,7 @@ def test_demo_json():
     tables = {t["name"]: t["rows"] for sec in data["sections"] for t in sec["tables"]}
     none = {r["viewer"]: r for r in tables["default_none"]}
     assert none["alice"]["orders"] == "1,4" and none["alice"]["kind"] == "role"
+    assert none["alice"]["login"].startswith("wm_set_")
     assert none["carol"]["kind"] == "set" and none["carol"]["login"].startswith("wm_set_")
     assert none["dave"]["refused"]["class"] == "Refused"
     assert none["dave"]["refused"]["sqlstate"] == "42501"

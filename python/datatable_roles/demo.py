@@ -113,7 +113,8 @@ def short_login(login: str) -> str:
 
 
 def login_label(res: Resolution) -> str:
-    return {"admin": f"{res.login} (admin login)", "role": f"{res.login} (role's login)",
+    return {"admin": f"{res.login} (admin login)",
+            "role": f"{short_login(res.login)} (one-role login)",
             "set": f"{short_login(res.login)} (set login)"}[res.kind]
 
 
@@ -256,8 +257,10 @@ class Demo:
         t.heading(
             "3. Default role: sales_us",
             "Now the connection holds the default (the publisher is a tenant of sales_us) plus",
-            "every role whose tenants name the viewer (R3). One role is that role's own login;",
-            "several are a set login wm_set_<hash>, a member of exactly those roles (R6, R7).")
+            "every role whose tenants name the viewer (R3). Each set of roles gets a login",
+            "wm_set_<hash> of its own on this database, a member of exactly those roles (R7);",
+            "for one role (R6) the connection passes options='-c role=<role>', so the session",
+            "acts as the role. Catalog roles themselves never log in.")
         self.viewer_table("default_sales_us")
 
         owner.set_datatable_default_role(WS, DT, None)
@@ -303,15 +306,31 @@ class Demo:
         job = self.start_job(VIEWERS[2])
         res = self.worker.resolve(job, DT)
         t.heading(
-            "6. A set login only narrows",
+            "6. A login only narrows",
             f"carol's connection is {short_login(res.login)}, holding {', '.join(res.roles)}.",
             "Its privileges are its memberships: SET ROLE to one of them narrows, RESET ROLE",
             "comes back, SET ROLE to anything else (admin included) fails.")
+        t.table("set_role", ["statement", "current_user", "orders seen"],
+                self.statements(res, ("SET ROLE sales_emea", "SET ROLE finance", "RESET ROLE",
+                                      f"SET ROLE {DT_ADMIN}")))
+        alice = self.worker.resolve(self.start_job(VIEWERS[0]), DT)
+        t.say("")
+        t.say(f"alice's connection is the one-role login {short_login(alice.login)}, connected "
+              f"with options='{alice.options}':")
+        t.say("it acts as sales_emea (what it creates belongs to sales_emea); RESET ROLE keeps")
+        t.say("that, SET ROLE NONE is the login itself, which holds sales_emea and nothing else.")
+        t.table("one_role", ["statement", "current_user", "orders seen"],
+                self.statements(alice, ("RESET ROLE", "SET ROLE NONE", "SET ROLE sales_us")))
+        return job
+
+    def statements(self, res: Resolution, statements: tuple[str, ...]) -> list[list[str]]:
+        """current_user and the orders seen on ``res``'s connection, as connected and after
+        each statement in turn."""
+        assert self.worker is not None
         rows = []
         with self.worker.connection(res) as conn:
             conn.autocommit = True
-            for statement in (None, "SET ROLE sales_emea", "SET ROLE finance", "RESET ROLE",
-                              f"SET ROLE {DT_ADMIN}"):
+            for statement in (None, *statements):
                 label = statement or "(as connected)"
                 try:
                     if statement:
@@ -322,8 +341,7 @@ class Demo:
                 except psycopg.Error as e:
                     rows.append([label, "(unchanged)", "ERROR: " + (e.diag.message_primary or "")])
             conn.autocommit = False
-        t.table("set_role", ["statement", "current_user", "orders seen"], rows)
-        return job
+        return rows
 
     def explain(self, job: str) -> None:
         assert self.worker is not None
@@ -342,8 +360,10 @@ class Demo:
         t = self.tour
         t.heading(
             "8. status: what the operator sees (CLI: datatable-roles status)",
-            "Set logins exist only for sets some viewer connected with; each records its last",
-            "use at most once a day, and `datatable-roles sweep` drops those unused for 30 days.")
+            "Logins exist only for sets of roles some viewer connected with, one per database;",
+            "each records its last use at most once a day. `datatable-roles sweep` drops those",
+            "unused for 30 days, rotates passwords older than a day and heals any login a",
+            "script changed.")
         data = self.owner.status_report()
         t.sections[-1]["status"] = {"set_logins": len(data["set_logins"])}
         for line in render_status(data).splitlines():
@@ -354,7 +374,7 @@ class Demo:
         t = self.tour
         t.heading(
             "9. A policy names its role as text",
-            "Renaming sales_us to sales_americas keeps its catalog id, password and set logins,",
+            "Renaming sales_us to sales_americas keeps its catalog id and the logins holding it,",
             "but the policy us_sales still says 'sales_us': queries it applies to now fail.",
             "`datatable-roles lint-policies` finds such policies.")
         self.owner.rename_datatable_role("sales_us", "sales_americas")
