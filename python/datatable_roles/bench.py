@@ -42,7 +42,8 @@ def large_instance_note(world: World) -> str:
             "owner with INSERT ... SELECT generate_series (the public functions would be "
             "too slow); catalog roles were made with create_datatable_role and data tables "
             "with register_datatable, one call each. The benchmarked data tables have "
-            "the same role maps in both instances; all data tables share one database.")
+            "the same role maps in both instances; each instance's data tables share one "
+            "database of its own.")
 
 
 def run(cluster: Cluster, cfg: Config, command: str, quick: bool) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 class Config:
     reps: int               # repetitions of every interleaved pair
     pgbench_seconds: int    # -T of each pgbench run
-    catalog_roles: int      # catalog roles of the large instance (real logins)
+    catalog_roles: int      # catalog roles of the large instance (real NOLOGIN roles)
     users: int              # workspace users of the large instance
     groups: int             # groups of the large instance
     datatables: int         # data tables of the large instance

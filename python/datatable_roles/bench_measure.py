@@ -185,9 +185,9 @@ def measure_connect(world: World, results: Results) -> None:
         stored = dict(conn.execute(
             "SELECT rolname, split_part(split_part(rolpassword, '$', 2), ':', 1)"
             " FROM pg_authid WHERE rolname IN (%s, %s, %s)",
-            [walt_login, world.dt_admin, vera_login]).fetchall())
+            [walt_login, inst.dt_admin, vera_login]).fetchall())
     iter_note = (f"stored verifiers: viewer logins {stored[vera_login]} and {stored[walt_login]}"
-                 f" iterations, admin login {stored[world.dt_admin]}")
+                 f" iterations, admin login {stored[inst.dt_admin]}")
 
     def viewer_once(worker: Client, job: str) -> int:
         res = worker.resolve(job, "dt_view")
@@ -195,8 +195,8 @@ def measure_connect(world: World, results: Results) -> None:
             return vc.execute(RLS_QUERY).fetchone()[0]
 
     def admin_once() -> int:
-        with psycopg.connect(c.conninfo(world.dt_admin, world.dt_admin_password,
-                                        world.dt_db, tcp=True)) as ac:
+        with psycopg.connect(c.conninfo(inst.dt_admin, inst.dt_admin_password,
+                                        inst.dt_db, tcp=True)) as ac:
             return ac.execute(RLS_QUERY).fetchone()[0]
 
     r16, r4096 = [], []

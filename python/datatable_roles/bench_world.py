@@ -1,7 +1,11 @@
 """The bench's world: what the measurements run against, built once per run.
 
-One data table database (an orders table under row-level security), and two metadata
-databases cloned from the cluster's template:
+Two metadata databases cloned from the cluster's template (each with an instance id, a link
+login and a login group of its own: Cluster.clone_metadata_database), each with a data table
+database of its own (an orders table under row-level security; every data table of the
+instance is on it). Two instances do not share an admin login: registering a data table sets
+the admin login's password verifier again, which the other instance would then see as a
+password changed outside the package:
 
 - ``small``: the common setups (:meth:`World.build_common`) and the first-use data table;
 - ``large``: the same setups inside a large directory (10,000 catalog roles, 100,000 users,
@@ -37,6 +41,9 @@ class Instance:
     owner_ci: str
     worker_ci: str
     super_ci: str
+    dt_db: str = ""      # its data table database, owned by dt_admin
+    dt_admin: str = ""
+    dt_admin_password: str = field(default="", repr=False)
     roles: dict[str, str] = field(default_factory=dict)   # short name -> role name
     jobs: dict[str, str] = field(default_factory=dict)    # short name -> job id
 
@@ -52,9 +59,6 @@ class World:
         self.c = cluster
         self.cfg = cfg
         self.tag = "b" + secrets.token_hex(3)  # unique names, also on an attached cluster
-        self.dt_db = f"{self.tag}_dt"
-        self.dt_admin = f"{self.tag}_dt_admin"
-        self.dt_admin_password = secrets.token_urlsafe(24)
         self.small: Instance | None = None
         self.large: Instance | None = None
         self.first_jobs: list[str] = []                 # one new viewer each (ratio 4)
@@ -63,12 +67,28 @@ class World:
         self.bare_drop_roles: list[str] = []            # roles of the same shape (ratio 6)
         self.large_summary = ""
 
+    # The large instance's data table database (the sweep's logins are there).
+    @property
+    def dt_db(self) -> str:
+        assert self.large is not None
+        return self.large.dt_db
+
+    @property
+    def dt_admin(self) -> str:
+        assert self.large is not None
+        return self.large.dt_admin
+
+    @property
+    def dt_admin_password(self) -> str:
+        assert self.large is not None
+        return self.large.dt_admin_password
+
     def build(self) -> None:
         t0 = time.monotonic()
-        self.make_datatable_db()
         self.small = self.new_instance("small")
         self.large = self.new_instance("large")
         for inst in (self.small, self.large):
+            self.make_datatable_db(inst)
             self.build_common(inst)
         self.build_first_use(self.small)
         self.build_large_directory(self.large)
@@ -81,42 +101,37 @@ class World:
 
     def new_instance(self, label: str) -> Instance:
         name = f"{self.tag}_{label}"
-        with self.c.connect_super() as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
-                sql.Identifier(name), sql.Identifier(self.c.template),
-                sql.Identifier(self.c.owner)))
-        with self.c.connect_super(name) as conn:
-            conn.execute("UPDATE datatable_roles.settings SET instance_id = gen_random_uuid()")
-        inst = Instance(name=name, prefix=f"{self.tag}{label[0]}_",
+        self.c.clone_metadata_database(name)  # the worker granted
+        return Instance(name=name, prefix=f"{self.tag}{label[0]}_",
                         owner_ci=self.c.owner_conninfo(name),
                         worker_ci=self.c.worker_conninfo(name),
-                        super_ci=self.c.superuser_conninfo(name))
-        with Client(inst.owner_ci) as owner:
-            owner.grant_worker(self.c.worker)
-        return inst
+                        super_ci=self.c.superuser_conninfo(name),
+                        dt_db=f"{self.tag}_{label[0]}dt",
+                        dt_admin=f"{self.tag}_{label[0]}dt_admin",
+                        dt_admin_password=secrets.token_urlsafe(24))
 
-    def make_datatable_db(self) -> None:
-        """One data table database for both instances: an admin login (password set as a
+    def make_datatable_db(self, inst: Instance) -> None:
+        """The instance's data table database: an admin login (password set as a
         4096-iteration verifier, like any login whose password the server hashed) owning an
         orders table of 1,000 rows under row-level security."""
         with self.c.connect_super() as conn:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-                sql.Identifier(self.dt_admin),
-                sql.Literal(scram_sha256_verifier(self.dt_admin_password, 4096))))
+                sql.Identifier(inst.dt_admin),
+                sql.Literal(scram_sha256_verifier(inst.dt_admin_password, 4096))))
             conn.execute(sql.SQL("GRANT {} TO {} WITH ADMIN OPTION").format(
-                sql.Identifier(self.dt_admin), sql.Identifier(self.c.owner)))
+                sql.Identifier(inst.dt_admin), sql.Identifier(self.c.owner)))
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                sql.Identifier(self.dt_db), sql.Identifier(self.dt_admin)))
-        with self.c.connect_super(self.dt_db) as conn:
-            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.dt_admin)))
+                sql.Identifier(inst.dt_db), sql.Identifier(inst.dt_admin)))
+        with self.c.connect_super(inst.dt_db) as conn:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(inst.dt_admin)))
             conn.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL)")
             conn.execute("INSERT INTO orders SELECT i, (array['emea','us','apac','latam'])"
                          "[i % 4 + 1] FROM generate_series(1, 1000) AS i")
             conn.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
 
-    def allow_region(self, role: str, region: str) -> None:
-        with self.c.connect_super(self.dt_db) as conn:
-            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.dt_admin)))
+    def allow_region(self, inst: Instance, role: str, region: str) -> None:
+        with self.c.connect_super(inst.dt_db) as conn:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(inst.dt_admin)))
             conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(sql.Identifier(role)))
             conn.execute(sql.SQL(
                 "CREATE POLICY {} ON orders FOR SELECT"
@@ -145,8 +160,8 @@ class World:
             for role in r.values():
                 owner.create_datatable_role(role)
             for dt in ("dt_admin", "dt_r10", "dt_view"):
-                owner.register_datatable("ws", dt, self.dt_db, self.dt_admin,
-                                         self.dt_admin_password)
+                owner.register_datatable("ws", dt, inst.dt_db, inst.dt_admin,
+                                         inst.dt_admin_password)
             for dt, role, keys in (("dt_admin", r["emea"], ["g/sales"]),
                                    ("dt_r10", r["def"], ["u/alice"]),
                                    ("dt_view", r["def"], ["u/alice"]),
@@ -160,7 +175,7 @@ class World:
                 owner.record_job_start(job, "ws", "u/alice", "run", f"{name}@example.com")
                 inst.jobs[name] = job
         for key, region in (("def", "apac"), ("emea", "emea"), ("us", "us")):
-            self.allow_region(r[key], region)
+            self.allow_region(inst, r[key], region)
 
     def build_first_use(self, inst: Instance) -> None:
         """dt_first: no default (R4), m roles, viewer fv<i> a tenant of exactly one pair of
@@ -175,8 +190,8 @@ class World:
         tenants: dict[int, list[str]] = {i: [] for i in range(m)}
         self.first_pairs = [(froles[a], froles[b]) for a, b in pairs]
         with Client(inst.owner_ci) as owner:
-            owner.register_datatable("ws", "dt_first", self.dt_db, self.dt_admin,
-                                     self.dt_admin_password)
+            owner.register_datatable("ws", "dt_first", inst.dt_db, inst.dt_admin,
+                                     inst.dt_admin_password)
             owner.set_datatable_default_role("ws", "dt_first", None)
             for role in froles:
                 owner.create_datatable_role(role)
@@ -198,7 +213,7 @@ class World:
         with connect(inst.owner_ci) as conn:
             owner = Client(conn)
             (have,) = conn.execute("SELECT count(*) FROM datatable_roles.catalog_role").fetchone()
-            for i in range(1, cfg.catalog_roles - have + 1):  # real logins
+            for i in range(1, cfg.catalog_roles - have + 1):  # real roles (NOLOGIN)
                 owner.create_datatable_role(f"{inst.prefix}bulk{i}")
             n_users, n_groups = cfg.users, cfg.groups
             with conn.transaction():
@@ -243,12 +258,13 @@ class World:
                     " false, '{}', '{}',"
                     " CASE WHEN i %% 2 = 0 THEN 'u' || (i + 1) || '@example.com' END, 'run'"
                     " FROM generate_series(1, %s) AS i", [n_users])
-            # Data tables, through the public function, all on the one data table database.
+            # Data tables, through the public function, all on the instance's data table
+            # database.
             for i in range(1, cfg.datatables - 4 + 1):
-                owner.register_datatable("ws", f"bulk_dt{i}", self.dt_db, self.dt_admin,
-                                         self.dt_admin_password)
+                owner.register_datatable("ws", f"bulk_dt{i}", inst.dt_db, inst.dt_admin,
+                                         inst.dt_admin_password)
             # Each bulk data table maps ten bulk roles, with tenants naming groups, users and
-            # folders (bulk-loaded: set_datatable_role_tenants re-syncs CONNECT per call).
+            # folders (bulk-loaded: 10,000 calls of set_datatable_role_tenants take long).
             conn.execute(
                 "INSERT INTO datatable_roles.datatable_role (datatable_id, role_id, tenants)"
                 " SELECT d.id, ids.a[(d.id * 10 + j) %% cardinality(ids.a) + 1],"
@@ -274,15 +290,16 @@ class World:
         groups = sum(1 for k in keys if k.startswith("g/"))
         folders = sum(1 for k in keys if k.startswith("f/"))
         self.large_summary = (
-            f"{counts[0]:,} catalog roles (real logins), {counts[1]:,} users, "
+            f"{counts[0]:,} catalog roles (real NOLOGIN roles), {counts[1]:,} users, "
             f"{counts[2]:,} group memberships, {counts[3]:,} folder grants, "
             f"{counts[4]:,} data tables with {counts[5]:,} role-map entries, {counts[6]:,} jobs; "
             f"the viewer is in {groups} groups and {folders} folders")
         log(f"large directory built in {time.monotonic() - t0:.1f}s: {self.large_summary}")
 
     def make_stale_logins(self, inst: Instance) -> None:
-        """Set logins for the sweep (ratio 6), made by ensure_set_login over distinct pairs of
-        bulk catalog ids, and as many bare roles of the same shape for the DROP baseline."""
+        """Set logins on the data table database for the sweep (ratio 6), made by
+        ensure_set_login over distinct pairs of bulk catalog ids, and as many bare roles of
+        the same memberships for the DROP baseline."""
         n = self.cfg.sweep_logins
         t0 = time.monotonic()
         verifier = scram_sha256_verifier(secrets.token_hex(16), 16)
@@ -292,7 +309,8 @@ class World:
                 "SELECT r.id FROM datatable_roles.catalog_role AS r WHERE r.name LIKE %s"
                 " ORDER BY r.id", [inst.prefix + "bulk%"])]
             m = len(ids)
-            made = {owner.ensure_set_login([ids[(k - 1) % m], ids[(k + (k - 1) // m) % m]])
+            made = {owner.ensure_set_login(inst.dt_db,
+                                           [ids[(k - 1) % m], ids[(k + (k - 1) // m) % m]])
                     for k in range(1, n + 1)}
             self.sweep_set_logins = sorted(made)
             conn.execute(sql.SQL(
