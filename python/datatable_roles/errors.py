@@ -5,9 +5,9 @@ turns the psycopg error into the matching class below. A refusal also names its 
 error's CONSTRAINT field, which becomes ``Refused.rule``; a 55000 whose CONSTRAINT is
 ``admin_password`` (the admin login's password was changed outside the package) becomes
 :class:`AdminPasswordChanged`. A connection refused for a bad password (28P01, or libpq's
-"password authentication failed") becomes :class:`InvalidPassword`. Only the server's primary message,
-detail and hint are kept: never the CONTEXT (an EXECUTE'd statement shows its whole text
-there) and never the statement or its parameters. Anything that still looks like a password
+"password authentication failed") becomes :class:`InvalidPassword`. Only the server's
+primary message, detail and hint are kept: never the CONTEXT (an EXECUTE'd statement shows
+its whole text there) and never the statement or its parameters. Anything that still looks like a password
 (``password=...`` in a conninfo, a SCRAM verifier, or a secret the caller names) is redacted.
 """
 
