@@ -695,6 +695,8 @@ CREATE FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_passw
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
+DECLARE
+    why text;
 BEGIN
     IF 'datatable_roles_try' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
@@ -705,7 +707,9 @@ BEGIN
     RETURN NULL;
 EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
     OR invalid_authorization_specification THEN
-    RETURN coalesce(nullif(split_part(SQLERRM, E'\n', 1), ''), SQLSTATE);
+    -- dblink puts libpq's reason (never the password) in the DETAIL.
+    GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
+    RETURN coalesce(nullif(btrim(why, E' \n'), ''), SQLERRM);
 END;
 $$;
 

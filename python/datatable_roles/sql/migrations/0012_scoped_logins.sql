@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: b59f59f66ef08033d84775b55e94e87fbb2a6f3b99b8251e167c542471f5f694
+-- functions: c7470d5de6cbfdf7116625cab0fadd6f79e97df75c537d4f2aac73894fa05df0
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
