@@ -29,6 +29,7 @@ from .bench_config import FULL, QUICK, Config, log
 from .bench_measure import (Pgbench, Results, measure_connect, measure_first_use,
                             measure_resolve, measure_sweep, measure_touch)
 from .bench_report import render_table
+from .bench_security import measure_heal_check, measure_quarantine_sweep, measure_rotation
 from .bench_world import World
 from .devcluster import Cluster
 
@@ -61,6 +62,9 @@ def run(cluster: Cluster, cfg: Config, command: str, quick: bool) -> str:
         measure_connect(world, results)
         measure_touch(world, pgbench, results)
         measure_sweep(world, results)
+        measure_heal_check(world, results)
+        measure_rotation(world, results)
+        measure_quarantine_sweep(world, results)
         results.notes.append(SHARED_CLUSTER_NOTE)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

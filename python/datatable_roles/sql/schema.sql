@@ -2033,11 +2033,13 @@ ALTER FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp 
 CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text, password text)
     LANGUAGE sql STABLE
     AS $$
-    SELECT n.login, l.password
-    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
-    CROSS JOIN LATERAL datatable_roles.live_set_login(n.login) AS l
+    SELECT s.login, s.password
+    FROM datatable_roles.datatable_role_set AS s
     CROSS JOIN datatable_roles.clock_now() AS c (now)
-    WHERE c.now - l.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
+    WHERE s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n)
+        AND s.password <> ''
+        AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
+        AND datatable_roles.login_intact(s.login, s.verifier, s.dbname)
 $$;
 
 ALTER FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;

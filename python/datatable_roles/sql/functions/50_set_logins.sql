@@ -90,16 +90,20 @@ $$;
 -- be handed out as it is, with no write: it is live and was used within
 -- touch_every. Inlined by the planner into the query that reads it
 -- (decide's); whatever fails it goes to ensure_set_login, which touches,
--- makes, takes back or heals.
+-- makes, takes back or heals. The name is a scalar subquery, so that the row
+-- is found by its key and the heal check (login_intact) runs on that row
+-- only, not on every login of the instance.
 CREATE OR REPLACE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[])
 RETURNS TABLE (login text, password text)
 LANGUAGE sql STABLE
 AS $$
-    SELECT n.login, l.password
-    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
-    CROSS JOIN LATERAL datatable_roles.live_set_login(n.login) AS l
+    SELECT s.login, s.password
+    FROM datatable_roles.datatable_role_set AS s
     CROSS JOIN datatable_roles.clock_now() AS c (now)
-    WHERE c.now - l.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
+    WHERE s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n)
+        AND s.password <> ''
+        AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
+        AND datatable_roles.login_intact(s.login, s.verifier, s.dbname)
 $$;
 
 -- Re-establishes exactly the wanted memberships of a login taken back: its

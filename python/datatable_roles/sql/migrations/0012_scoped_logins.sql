@@ -1,5 +1,5 @@
 -- depends: 0011_link_memberships
--- functions: c7470d5de6cbfdf7116625cab0fadd6f79e97df75c537d4f2aac73894fa05df0
+-- functions: 8c3da145085463f997b4443a9c9df52324e97371890c1ab5279d6044002fc7e5
 -- Hostile scripts (docs/trust.md): every login handed to a job is scoped to
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
