@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 import pytest
 
 from datatable_roles.devcluster import Cluster
@@ -55,6 +56,9 @@ def test_an_install_in_use_on_15_survives_pg_upgrade_to_18(cluster15):
     assert server_major(c) == 15
     dbname = "dtr_pgup"
     c.create_metadata_database(dbname)
+    # The worker needs CONNECT (bootstrap took it from PUBLIC) before Release logs it in.
+    with psycopg.connect(c.owner_conninfo(dbname), autocommit=True) as owner:
+        owner.execute("SELECT datatable_roles.grant_worker(%s)", [c.worker])
 
     def orders_db(policies):
         password = c.create_datatable_database("pgu_dt", "pgu_dt_admin")
@@ -127,9 +131,12 @@ def test_an_install_in_use_on_15_survives_pg_upgrade_to_18(cluster15):
         (report,) = o.execute("CALL sweep_unused_role_set_logins(NULL)").fetchone()
         assert report["unfinished"] == [] and report["dropped"] >= 2, report
         with c.connect_super(carol_db) as su:
-            assert su.execute(
-                "SELECT tableowner, (SELECT count(*) FROM carol_notes) FROM pg_tables"
-                " WHERE tablename = 'carol_notes'").fetchone() == (w.admin, 2)
+            # It passed to the admin login, inert: in a quarantine schema, rows kept.
+            schema, owner = su.execute("SELECT schemaname, tableowner FROM pg_tables"
+                                       " WHERE tablename = 'carol_notes'").fetchone()
+            assert owner == w.admin and schema.startswith("wm_quarantine_")
+            assert su.execute(sql.SQL("SELECT count(*) FROM {}.carol_notes").format(
+                sql.Identifier(schema))).fetchone() == (2,)
             assert su.execute("SELECT count(*) FROM pg_roles WHERE rolname = %s",
                               [carol_login]).fetchone() == (0,)
     finally:

@@ -9,7 +9,7 @@
 -- pg_upgrade without it, so making, enabling, disabling, renaming and dropping
 -- roles, taking set logins back and the sweep all fail. This gives the owner ADMIN
 -- OPTION (but neither INHERIT nor SET, as 16 would) on every role the package made:
--- catalog roles, set logins and the link login; and it gives the link login what
+-- catalog roles, set logins, the link login and the login group; and it gives the link login what
 -- 0011 gives it, in case that migration ran after the upgrade (its grant of the
 -- owner to the link login, made by 0.1.0 and refused from 16 on, is taken away).
 \set ON_ERROR_STOP on
@@ -23,6 +23,7 @@ DECLARE
     link text := (SELECT c.login FROM datatable_roles.link_credential AS c);
     grant_row record;
     made text;
+    grp text;
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = owner_name) THEN
         RAISE EXCEPTION 'package owner % does not exist', quote_literal(owner_name);
@@ -34,10 +35,19 @@ BEGIN
     LOOP
         EXECUTE format('REVOKE %I FROM %I GRANTED BY %I', owner_name, link, grant_row.grantor);
     END LOOP;
+    -- The login group (0012 on), which the owner grants to every login it makes.
+    IF EXISTS (
+        SELECT FROM pg_attribute AS a
+        WHERE a.attrelid = 'datatable_roles.settings'::regclass AND a.attname = 'login_group'
+            AND NOT a.attisdropped
+    ) THEN
+        EXECUTE 'SELECT s.login_group FROM datatable_roles.settings AS s' INTO grp;
+    END IF;
     FOR made IN
         SELECT r.name FROM datatable_roles.catalog_role AS r
         UNION SELECT s.login FROM datatable_roles.datatable_role_set AS s
         UNION SELECT link
+        UNION SELECT grp WHERE grp IS NOT NULL
     LOOP
         CONTINUE WHEN NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = made);
         EXECUTE format('GRANT %I TO %I WITH ADMIN OPTION, INHERIT FALSE, SET FALSE',
