@@ -73,6 +73,7 @@ migration:
 	next=$$(printf '%04d' $$(expr $${last%%_*} + 1)); \
 	file=$(MIGRATIONS)/$${next}_$(NAME).sql; \
 	digest=$$(cat $$(ls python/datatable_roles/sql/functions/*.sql | LC_ALL=C sort) \
+	              $$(ls python/datatable_roles/sql/directory/*.sql | LC_ALL=C sort) \
 	          | sha256sum | cut -c1-64); \
 	printf -- '-- depends: %s\n-- functions: %s\n-- What this migration changes, and why.\n' \
 	    "$${last%.sql}" "$$digest" > $$file; \

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import NamedTuple
 
 import psycopg
@@ -40,6 +41,7 @@ from psycopg.conninfo import make_conninfo
 
 from datatable_roles.client import Client, role_option
 from datatable_roles.devcluster import Cluster
+from datatable_roles.migrate import SQL_DIR, migrate
 
 WS = "acme"        # every world's workspace, unless it names another
 DT = "main"        # the first data table of every world
@@ -97,6 +99,101 @@ class DataTable:
     admin_password: str
 
 
+# ---- the directory a world writes ----------------------------------------------------------
+
+class PackageDirectory:
+    """Mirror mode: the package's directory calls, as the package owner (``call``)."""
+
+    def __init__(self, call):
+        self.call = call
+
+    def add_workspace(self, ws: str) -> None:
+        self.call("SELECT add_workspace(%s)", [ws])
+
+    def add_user(self, ws: str, user: str, email: str, admin: bool = False,
+                 groups: Sequence[str] = ()) -> None:
+        self.call("SELECT add_workspace_user(%s, %s, %s, %s)", [ws, user, email, admin])
+        for group in groups:
+            self.add_group_member(ws, group, user)
+
+    def add_group_member(self, ws: str, group: str, user: str) -> None:
+        self.call("SELECT add_group_member(%s, %s, %s)", [ws, group, user])
+
+    def set_folder_access(self, ws: str, folder: str, principal: str, access: str) -> None:
+        self.call("SELECT set_folder_access(%s, %s, %s, %s)", [ws, folder, principal, access])
+
+
+class WindmillDirectory:
+    """Windmill's own tables (tests/windmill/windmill_schema.sql), written as Windmill would,
+    by a superuser session on the metadata database where the Windmill adapter reads them."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+
+    def add_workspace(self, ws: str) -> None:
+        self.conn.execute("INSERT INTO workspace (id, name, owner) VALUES (%s, %s, 'admin')"
+                          " ON CONFLICT DO NOTHING", [ws, ws])
+        self.conn.execute("INSERT INTO group_ (workspace_id, name) VALUES (%s, 'all')"
+                          " ON CONFLICT DO NOTHING", [ws])
+
+    def add_user(self, ws: str, user: str, email: str, admin: bool = False,
+                 groups: Sequence[str] = (), *, disabled: bool = False,
+                 created_at: str | None = None) -> None:
+        self.conn.execute(
+            "INSERT INTO usr (workspace_id, username, email, is_admin, disabled, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, coalesce(%s::timestamptz, now()))",
+            [ws, user, email, admin, disabled, created_at])
+        self.add_group_member(ws, "all", user)
+        for group in groups:
+            self.add_group_member(ws, group, user)
+
+    def add_group_member(self, ws: str, group: str, user: str) -> None:
+        self.conn.execute("INSERT INTO group_ (workspace_id, name) VALUES (%s, %s)"
+                          " ON CONFLICT DO NOTHING", [ws, group])
+        self.conn.execute("INSERT INTO usr_to_group (workspace_id, group_, usr)"
+                          " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", [ws, group, user])
+
+    def set_folder_access(self, ws: str, folder: str, principal: str, access: str) -> None:
+        """owner: in ``owners``; write / read: ``extra_perms`` true / false."""
+        self.conn.execute(
+            "INSERT INTO folder (workspace_id, name, display_name, owners)"
+            " VALUES (%s, %s, %s, '{}') ON CONFLICT DO NOTHING", [ws, folder, folder])
+        if access == "owner":
+            self.conn.execute("UPDATE folder SET owners = array_append(owners, %s)"
+                              " WHERE workspace_id = %s AND name = %s", [principal, ws, folder])
+        else:
+            self.conn.execute(
+                "UPDATE folder SET extra_perms = extra_perms || jsonb_build_object(%s::text, %s)"
+                " WHERE workspace_id = %s AND name = %s",
+                [principal, access == "write", ws, folder])
+
+
+WINDMILL_SCHEMA = Path(__file__).resolve().parent / "windmill" / "windmill_schema.sql"
+
+
+def windmill_meta_db(scratch: "Scratch", *, grants: bool = True,
+                     install: bool = True) -> tuple[MetaDB, WindmillDirectory]:
+    """A metadata database that is also Windmill's: Windmill's directory tables with their
+    row-level security, sql/windmill-grants.sql run by the superuser (``grants``), and the
+    Windmill adapter installed the documented way, ``migrate --directory windmill``
+    (``install``). Returns it and a writer of Windmill's tables."""
+    meta = scratch.meta_db()
+    c = scratch.cluster
+    sql_exec(meta.super_conninfo,
+             "DO $$ BEGIN"
+             " IF to_regrole('windmill_user') IS NULL THEN CREATE ROLE windmill_user; END IF;"
+             " IF to_regrole('windmill_admin') IS NULL THEN CREATE ROLE windmill_admin; END IF;"
+             " END $$")
+    c.psql_file(WINDMILL_SCHEMA, meta.name)
+    if grants:
+        c.psql_file(SQL_DIR / "windmill-grants.sql", meta.name, owner=c.owner)
+    if install:
+        migrate(meta.owner_conninfo, directory="windmill")
+    conn = connect(meta.super_conninfo)
+    scratch.closing.append(conn)
+    return meta, WindmillDirectory(conn)
+
+
 def roles_now(cluster: Cluster) -> set[str]:
     with cluster.connect_super() as conn:
         return {r for (r,) in conn.execute("SELECT rolname FROM pg_roles")}
@@ -111,6 +208,7 @@ class Scratch:
         self.cluster = cluster
         self.roles_before = roles_now(cluster)
         self.databases: list[str] = []
+        self.closing: list[psycopg.Connection] = []   # sessions to close first
 
     def meta_db(self) -> MetaDB:
         """The one way to get a metadata database: a clone of the template with its own
@@ -148,6 +246,9 @@ class Scratch:
 
     def clean(self) -> None:
         c = self.cluster
+        for conn in self.closing:
+            conn.close()
+        self.closing.clear()
         for name in reversed(self.databases):
             c.drop_database(name)
         self.databases.clear()
@@ -229,6 +330,7 @@ class World:
     uid: str
     ws: str
     identity: str
+    directory: PackageDirectory | WindmillDirectory | None = None
     roles: dict[str, str] = field(default_factory=dict)
     tables: list[DataTable] = field(default_factory=list)
     jobs: dict[str, uuid.UUID] = field(default_factory=dict)
@@ -334,10 +436,7 @@ class World:
 
     def add_user(self, user: str, groups: Sequence[str] = (), admin: bool = False) -> None:
         """A workspace user (email user@acme.test), member of ``groups``."""
-        self.call("SELECT add_workspace_user(%s, %s, %s, %s)",
-                  [self.ws, user, self.email(user), admin])
-        for group in groups:
-            self.call("SELECT add_group_member(%s, %s, %s)", [self.ws, group, user])
+        self.directory.add_user(self.ws, user, self.email(user), admin, groups)
 
     def new_role(self, suffix: str) -> str:
         """Another catalog role, <uid>_<suffix>, in no data table's map."""
@@ -447,7 +546,8 @@ def build_world(scratch: Scratch, meta: MetaDB, uid: str, *, ws: str = WS,
                 roles: Sequence[str] = (), tenants: Mapping[str, Sequence[str]] | None = None,
                 datatables: int | Sequence[DataTableDB] = 1, default: str | None = "admin",
                 orders: Mapping[str, str] | None = None, role_may_create: bool = False,
-                identity: str = "u/publisher", jobs: Sequence[str] = ()) -> World:
+                identity: str = "u/publisher", jobs: Sequence[str] = (),
+                directory: PackageDirectory | WindmillDirectory | None = None) -> World:
     """A world in metadata database ``meta``:
 
     - workspace ``ws`` with ``users`` (user -> the groups it is in; emails user@acme.test),
@@ -458,11 +558,13 @@ def build_world(scratch: Scratch, meta: MetaDB, uid: str, *, ws: str = WS,
       left admin or set to ``default`` (a short name, or None); with ``role_may_create`` each
       role may CREATE in each database's schema public;
     - with ``orders`` (region -> short role name), the first database is the RLS fixture;
-    - a job per name of ``jobs``, started by ``identity`` for that viewer, in ``w.jobs``.
+    - a job per name of ``jobs``, started by ``identity`` for that viewer, in ``w.jobs``;
+    - the directory written through the package (mirror mode), or through ``directory``.
     """
     tenants = dict(tenants or {})
     w = World(scratch.cluster, scratch, meta, uid, ws, identity)
-    w.call("SELECT add_workspace(%s)", [ws])
+    w.directory = directory or PackageDirectory(w.call)
+    w.directory.add_workspace(ws)
     for user, groups in users.items():
         w.add_user(user, groups, admin=user in admins)
     for short in dict.fromkeys([*roles, *tenants]):

@@ -22,7 +22,8 @@ import pytest
 from psycopg import sql
 
 from datatable_roles.devcluster import dump_schema, schema_snapshot
-from datatable_roles.migrate import FUNCTIONS_DIR, MIGRATIONS_DIR, SQL_DIR, migrate, yoyo_url
+from datatable_roles.migrate import (DIRECTORY_DIR, FUNCTIONS_DIR, MIGRATIONS_DIR, SQL_DIR, migrate,
+                                     yoyo_url)
 
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = SQL_DIR / "schema.sql"
@@ -32,9 +33,10 @@ STAMP = re.compile(r"^-- functions: ([0-9a-f]{64})$", re.M)
 
 
 def functions_digest() -> str:
-    """What post-apply.py records: sha256 over the function files, in file-name order."""
-    return hashlib.sha256(b"".join(
-        p.read_bytes() for p in sorted(FUNCTIONS_DIR.glob("*.sql")))).hexdigest()
+    """What post-apply.py records: sha256 over the function files, in file-name order, then
+    the directory adapters."""
+    sources = sorted(FUNCTIONS_DIR.glob("*.sql")) + sorted(DIRECTORY_DIR.glob("*.sql"))
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
 
 
 def numbered_migrations() -> list[Path]:

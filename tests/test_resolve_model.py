@@ -2,7 +2,10 @@
 SPEC section 4 (R1-R5, R8, R9, R11, and R10 which never changes an answer).
 
 One metadata database and one pool of catalog roles per test run; every example gets a fresh
-workspace (directory, data table entry, role map, default, jobs) and remaps the pool.
+workspace (directory, data table entry, role map, default, jobs) and remaps the pool. It runs
+twice: over the package's own directory (mirror mode, written with the directory calls), and
+over Windmill's tables through the Windmill adapter (written as Windmill writes them; there
+every member is also in group ``all``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from psycopg import errors
+
+from support import windmill_meta_db
 
 
 POOL_SIZE = 4
@@ -29,6 +34,7 @@ class Directory:
     users: tuple[tuple[str, bool], ...]             # (username, is_admin)
     groups: tuple[tuple[str, frozenset[str]], ...]  # (group, members)
     folders: tuple[tuple[str, str, str], ...]       # (folder, principal u/x | g/x, access)
+    implicit_all: bool = False                       # Windmill: every member is in g/all
 
     def email(self, user: str) -> str:
         return f"{user}@example.com"
@@ -40,6 +46,7 @@ class Directory:
         """SPEC 3: *, u/<user>, g/<groups>, f/<folders owned/readable/writable directly or
         through a group>."""
         groups = {g for g, members in self.groups if user in members}
+        groups |= {"all"} if self.implicit_all else set()
         principals = {f"u/{user}"} | {f"g/{g}" for g in groups}
         folders = {f for f, principal, _ in self.folders if principal in principals}
         return frozenset({"*", f"u/{user}"} | {f"g/{g}" for g in groups}
@@ -48,7 +55,8 @@ class Directory:
     def with_member(self, group: str, user: str) -> "Directory":
         groups = dict(self.groups)
         groups[group] = groups.get(group, frozenset()) | {user}
-        return Directory(self.users, tuple(sorted(groups.items())), self.folders)
+        return Directory(self.users, tuple(sorted(groups.items())), self.folders,
+                         self.implicit_all)
 
     def user_by_email(self, email: str | None) -> str | None:
         for user, _ in self.users:
@@ -104,7 +112,8 @@ def scenarios(draw):
             folders.append((f, p, draw(st.sampled_from(["owner", "write", "read"]))))
     directory = Directory(users, groups, tuple(folders))
 
-    valid_keys = (["*"] + [f"u/{u}" for u in names] + [f"g/{g}" for g in group_names]
+    valid_keys = (["*", "g/all"] + [f"u/{u}" for u in names]
+                  + [f"g/{g}" for g in group_names]
                   + sorted({f"f/{f}" for f, _, _ in folders}))
 
     def tenant_list():  # each valid key with probability 1/2 ('*' 1/6), so lists vary
@@ -171,13 +180,20 @@ def record(worker, ws, user, origin, caller, parent=None) -> uuid.UUID:
     return job
 
 
-@pytest.fixture
-def pool(make_world):
+@pytest.fixture(params=["builtin", "windmill"])
+def pool(request, make_world, scratch):
     """Catalog roles r0..r3 created once; the data table database shared by every example
-    (the world registers it as its own data table main, with no tenants)."""
-    w = make_world(users={}, roles=[f"r{i}" for i in range(POOL_SIZE)])
+    (the world registers it as its own data table main, with no tenants); the directory
+    the examples write."""
+    if request.param == "windmill":
+        meta, directory = windmill_meta_db(scratch)
+        w = make_world(meta=meta, directory=directory, users={},
+                       roles=[f"r{i}" for i in range(POOL_SIZE)])
+    else:
+        w = make_world(users={}, roles=[f"r{i}" for i in range(POOL_SIZE)])
     return dict(owner=w.owner_session(), worker=w.worker_session(), names=w.role_names,
-                db=(w.dbname, w.admin_login, w.admin_password),
+                db=(w.dbname, w.admin_login, w.admin_password), directory=w.directory,
+                windmill=request.param == "windmill",
                 state={"enabled": dict.fromkeys(w.role_names, True)})
 
 
@@ -187,18 +203,21 @@ def pool(make_world):
 @given(sc=scenarios())
 def test_resolve_matches_the_model(pool, uid, sc):
     owner, worker, names = pool["owner"], pool["worker"], pool["names"]
+    writer = pool["directory"]
     d: Directory = sc["directory"]
+    if pool["windmill"]:
+        d = Directory(d.users, d.groups, d.folders, implicit_all=True)
     ws = f"m{next(_workspaces)}_{uid}"
 
     # Directory.
-    q(owner, "SELECT add_workspace(%s)", ws)
+    writer.add_workspace(ws)
     for user, is_admin in d.users:
-        q(owner, "SELECT add_workspace_user(%s, %s, %s, %s)", ws, user, d.email(user), is_admin)
+        writer.add_user(ws, user, d.email(user), is_admin)
     for group, members in d.groups:
         for user in sorted(members):
-            q(owner, "SELECT add_group_member(%s, %s, %s)", ws, group, user)
+            writer.add_group_member(ws, group, user)
     for folder, principal, access in d.folders:
-        q(owner, "SELECT set_folder_access(%s, %s, %s, %s)", ws, folder, principal, access)
+        writer.set_folder_access(ws, folder, principal, access)
 
     # Catalog state and the role map.
     role = {i: names[i] for i in range(POOL_SIZE)}
@@ -237,7 +256,7 @@ def test_resolve_matches_the_model(pool, uid, sc):
     ident_admin = d.is_admin(sc["identity"])
     if sc["later"] is not None:
         group, user = sc["later"]
-        q(owner, "SELECT add_group_member(%s, %s, %s)", ws, group, user)
+        writer.add_group_member(ws, group, user)
         d = d.with_member(group, user)
     viewer = d.user_by_email(viewer_email)
     viewer_keys = d.keys(viewer) if viewer is not None else None

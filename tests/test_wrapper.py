@@ -172,7 +172,7 @@ ERROR_CASES = {
         lambda e: e.owner.set_datatable_role_tenants(WS, DT, e.emea, ["x/y"])),
     "invalid: NULL argument": (InvalidInput, "22004", lambda e: e.owner.add_workspace(None)),
     "unknown: user": (
-        UnknownObject, "P0002", lambda e: e.owner.remove_workspace_user(WS, "nobody")),
+        UnknownObject, "P0002", lambda e: e.owner.add_group_member(WS, "ops", "nobody")),
     "unknown: job": (UnknownObject, "P0002", lambda e: e.worker.resolve(uuid.uuid4(), DT)),
     "unknown: role": (
         UnknownObject, "P0002", lambda e: e.owner.rename_datatable_role("nope_x", "nope_y")),

@@ -28,7 +28,7 @@ from . import __version__, render
 from .client import Client
 from .demo import run_demo
 from .errors import DatatableRolesError, map_error, redact
-from .migrate import migrate
+from .migrate import DIRECTORIES, migrate
 from .policy_lint import lint_database
 from .progress import ProgressBar, watching_sweep
 
@@ -50,7 +50,7 @@ class Output:
 
 def cmd_migrate(args: argparse.Namespace) -> Output:
     conninfo = args.conninfo if args.conninfo is not None else args.dsn
-    applied = migrate(conninfo, args.migrations)
+    applied = migrate(conninfo, args.migrations, args.directory)
     return Output({"applied": applied},
                   "\n".join(f"applied {m}" for m in applied) if applied else "nothing to apply")
 
@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("conninfo", nargs="?", default=None,
                    help="metadata database (default: --dsn)")
     p.add_argument("--migrations", help="migrations directory (default: the package's)")
+    p.add_argument("--directory", choices=DIRECTORIES, default=None,
+                   help="read users, groups and folders through this adapter from now on"
+                        " (builtin: the package's own tables; docs/integration.md)")
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("status", parents=[with_dsn],

@@ -172,14 +172,33 @@ class Client:
         self._rows("SELECT add_workspace_user(%s, %s, %s, %s)",
                    [workspace, username, email, is_admin])
 
-    def remove_workspace_user(self, workspace: str, username: str) -> None:
-        self._rows("SELECT remove_workspace_user(%s, %s)", [workspace, username])
+    def remove_workspace_user(self, workspace: str, username: str) -> bool:
+        """False when there was no such user (nothing changed)."""
+        return bool(self._value("SELECT remove_workspace_user(%s, %s)", [workspace, username]))
 
     def add_group_member(self, workspace: str, group_name: str, username: str) -> None:
         self._rows("SELECT add_group_member(%s, %s, %s)", [workspace, group_name, username])
 
-    def remove_group_member(self, workspace: str, group_name: str, username: str) -> None:
-        self._rows("SELECT remove_group_member(%s, %s, %s)", [workspace, group_name, username])
+    def remove_group_member(self, workspace: str, group_name: str, username: str) -> bool:
+        """False when the user was not in the group (nothing changed)."""
+        return bool(self._value("SELECT remove_group_member(%s, %s, %s)",
+                                [workspace, group_name, username]))
+
+    def sync_workspace_directory(self, workspace: str, directory: dict) -> dict:
+        """Brings one workspace's directory to exactly ``directory`` (``{"users": [...],
+        "groups": {...}, "folders": {...}}``) in one transaction; returns the counts and the
+        rows it rejected (docs/integration.md)."""
+        return self._value("SELECT sync_workspace_directory(%s, %s)",
+                           [workspace, Jsonb(directory)])
+
+    def forget_workspace_user(self, workspace: str, username: str) -> int:
+        """The platform's hook when it deletes a user: u/<username> names no one from now on.
+        Returns how many tenant lists changed."""
+        return int(self._value("SELECT forget_workspace_user(%s, %s)", [workspace, username]))
+
+    def reconcile_directory(self) -> dict:
+        """Forgets the u/ keys of people who left the directory (the sweep does it too)."""
+        return self._value("SELECT reconcile_directory()", [])
 
     def set_folder_access(self, workspace: str, folder: str, principal: str,
                           access: str) -> None:

@@ -7,6 +7,8 @@ importlib.resources), so an installed wheel can migrate without the repository:
   DROP FUNCTION for a changed signature);
 - ``sql/functions/*.sql``: the current text of every function, applied by the yoyo
   post-apply hook ``sql/migrations/post-apply.py``;
+- ``sql/directory/<name>.sql``: a directory adapter (docs/integration.md), applied by
+  ``migrate --directory <name>`` and then by every post-apply of a database that uses it;
 - ``sql/bootstrap.sql``: the one superuser step, before the first migration.
 
 yoyo runs post-apply hooks only when some migration was pending, so every change to a
@@ -30,6 +32,8 @@ YOYO_SCHEME = "postgresql+psycopg"
 SQL_DIR = Path(str(resources.files("datatable_roles").joinpath("sql")))
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 FUNCTIONS_DIR = SQL_DIR / "functions"
+DIRECTORY_DIR = SQL_DIR / "directory"
+DIRECTORIES = ("builtin", *sorted(p.stem for p in DIRECTORY_DIR.glob("*.sql")))
 BOOTSTRAP_SQL = SQL_DIR / "bootstrap.sql"
 
 
@@ -47,9 +51,13 @@ def yoyo_url(conninfo_or_url: str) -> str:
     return f"{YOYO_SCHEME}:///{quote(str(dbname), safe='')}" + (f"?{query}" if query else "")
 
 
-def migrate(conninfo_or_url: str, migrations_dir: str | os.PathLike | None = None) -> list[str]:
+def migrate(conninfo_or_url: str, migrations_dir: str | os.PathLike | None = None,
+            directory: str | None = None) -> list[str]:
     """Apply every pending migration, then the functions, under yoyo's lock; return the ids
-    of the migrations applied, in order."""
+    of the migrations applied, in order. With ``directory``, read the directory from then on
+    through that adapter ('builtin': the package's own tables; see use_directory)."""
+    if directory is not None and directory not in DIRECTORIES:
+        raise ValueError(f"unknown directory {directory!r}: one of {', '.join(DIRECTORIES)}")
     path = Path(migrations_dir) if migrations_dir is not None else MIGRATIONS_DIR
     if not path.is_dir():
         raise FileNotFoundError(f"migrations directory not found: {path}")
@@ -60,6 +68,22 @@ def migrate(conninfo_or_url: str, migrations_dir: str | os.PathLike | None = Non
             pending = backend.to_apply(migrations)
             backend.apply_migrations_only(pending)
             backend.run_post_apply(migrations)
+            if directory is not None:
+                with backend.transaction():
+                    use_directory(backend.cursor(), directory)
     finally:
         backend.connection.close()
     return [m.id for m in pending]
+
+
+def use_directory(cursor, name: str) -> None:
+    """Switch the seam to a directory (the caller's transaction makes it one step): an
+    adapter's file checks what it needs (grants, row-level security, indexes) and refuses
+    loudly before it replaces the seam functions; 'builtin' puts the package's own seam back.
+    Then the u/ tenant keys are reconciled with the directory now read
+    (docs/integration.md)."""
+    source = (FUNCTIONS_DIR / "10_directory_seam.sql" if name == "builtin"
+              else DIRECTORY_DIR / f"{name}.sql")
+    cursor.execute(source.read_text(encoding="utf-8"))
+    cursor.execute("UPDATE datatable_roles.settings SET directory = %s", (name,))
+    cursor.execute("SELECT public.reconcile_directory()")

@@ -44,6 +44,26 @@ $$;
 
 ALTER FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.bind_user_key(p_workspace text, p_username text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    member_incarnation text;
+BEGIN
+    SELECT m.incarnation INTO member_incarnation
+    FROM datatable_roles.require_member(p_workspace, p_username) AS m;
+    IF EXISTS (SELECT FROM datatable_roles.user_key_stale(p_workspace, p_username, member_incarnation)) THEN
+        PERFORM public.forget_workspace_user(p_workspace, p_username);
+    END IF;
+    INSERT INTO datatable_roles.tenant_user (workspace, username, incarnation)
+    VALUES (p_workspace, p_username, member_incarnation)
+    ON CONFLICT ON CONSTRAINT tenant_user_pkey DO NOTHING;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.bind_user_key(p_workspace text, p_username text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.check_dbname(p_dbname text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -63,50 +83,56 @@ ALTER FUNCTION datatable_roles.check_dbname(p_dbname text) OWNER TO dtr_owner;
 CREATE FUNCTION datatable_roles.check_email(p_email text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $_$
+    AS $$
 BEGIN
     PERFORM datatable_roles.require(p_email, 'email');
-    IF octet_length(p_email) > 320 OR p_email !~ '^[^[:space:]@]+@[^[:space:]@]+$' THEN
+    IF NOT datatable_roles.email_ok(p_email) THEN
         RAISE EXCEPTION 'invalid email %', quote_literal(left(p_email, 80))
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 END;
-$_$;
+$$;
 
 ALTER FUNCTION datatable_roles.check_email(p_email text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.check_name(p_kind text, p_value text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $_$
+    AS $$
 BEGIN
     PERFORM datatable_roles.require(p_value, p_kind);
-    IF p_value !~ '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
-        RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(p_value)
+    IF p_kind IN ('workspace', 'datatable') THEN
+        IF NOT datatable_roles.name_ok(p_value, true) THEN
+            RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(left(p_value, 80))
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Use 1 to 255 ASCII letters, digits, ''_'', ''-'' or ''.'' (not first).';
+        END IF;
+    ELSIF NOT datatable_roles.name_ok(p_value) THEN
+        RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(left(p_value, 80))
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use 1 to 255 ASCII letters, digits, ''_'', ''-'' or ''.'' (not first).';
+                  HINT = 'Use 1 to 255 letters or digits of any script, ''_'', ''-'' or ''.'' (not first); no spaces or control characters.';
     END IF;
 END;
-$_$;
+$$;
 
 ALTER FUNCTION datatable_roles.check_name(p_kind text, p_value text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.check_tenant_key(p_key text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $_$
+    AS $$
 BEGIN
     IF p_key IS NULL THEN
         RAISE EXCEPTION 'a tenant key must not be NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_key <> '*' AND p_key !~ '^[ugf]/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+    IF p_key <> '*' AND NOT (p_key ~ '^[ugf]/' AND datatable_roles.name_ok(substr(p_key, 3))) THEN
         RAISE EXCEPTION 'invalid tenant key %', quote_literal(left(p_key, 80))
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'A tenant key is u/<username>, g/<group>, f/<folder> or *.';
     END IF;
 END;
-$_$;
+$$;
 
 ALTER FUNCTION datatable_roles.check_tenant_key(p_key text) OWNER TO dtr_owner;
 
@@ -166,11 +192,12 @@ CREATE FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role t
 DECLARE
     h record;
     label text;
-    found_user datatable_roles.workspace_user;
+    found_user record;
     ident_admin boolean;
     ident_keys text [];
     candidate record;
     dflt record;
+    viewer record;               -- username, email, incarnation, ids
     viewer_name text;
     viewer_member boolean;       -- NULL: the viewer was not looked up (R10)
     viewer_keys text [];         -- for the trace
@@ -218,11 +245,11 @@ BEGIN
         ident_admin := h.is_admin;
         ident_keys := h.job_keys;
     ELSIF p_role IS NOT NULL OR p_for_migration OR h.default_role <> 'admin' OR p_trace THEN
-        SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.email);
-        ident_admin := coalesce(found_user.is_admin, false);
-        ident_keys := CASE WHEN FOUND
-            THEN datatable_roles.member_keys(h.workspace, found_user.username) ELSE '{}' END;
+        SELECT m.* INTO found_user
+        FROM datatable_roles.directory_member_by_email(h.workspace, h.email) AS m;
+        ident_admin := FOUND AND found_user.is_admin;
+        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(h.workspace,
+            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
     END IF;
     IF p_trace THEN
         steps := steps || jsonb_build_object(
@@ -320,13 +347,16 @@ BEGIN
         END IF;
 
         IF dflt.viewer_may_add THEN
-            SELECT v.username, v.ids INTO viewer_name, viewer_ids
+            SELECT v.* INTO viewer
             FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v;
+            viewer_name := viewer.username;
+            viewer_ids := viewer.ids;
             viewer_member := viewer_name IS NOT NULL;
             ids := ids || viewer_ids;
             IF p_trace THEN
                 IF viewer_member THEN
-                    viewer_keys := datatable_roles.member_keys(h.workspace, viewer_name);
+                    viewer_keys := datatable_roles.member_keys(
+                        h.workspace, viewer_name, viewer.email, viewer.incarnation);
                 END IF;
                 steps := steps || jsonb_build_object('step', 'viewer', 'rule',
                     CASE WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END,
@@ -334,7 +364,7 @@ BEGIN
                     'member', viewer_member,
                     'why', CASE
                         WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
-                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace'
+                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace (or is disabled, or shares the email with another member)'
                         ELSE 'tenant lists naming the viewer' END,
                     'roles', coalesce((
                         SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
@@ -361,8 +391,8 @@ BEGIN
                         h.permissioned_as, h.default_role) END,
                 CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
                     WHEN NOT coalesce(viewer_member, false) AND EXISTS (
-                        SELECT FROM datatable_roles.workspace_user AS u
-                        WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.end_user_email))
+                        SELECT FROM datatable_roles.directory_member_by_email(
+                            h.workspace, h.end_user_email))
                         THEN 'no role of the map names anyone'
                     WHEN NOT coalesce(viewer_member, false)
                         THEN 'the viewer is not a member of the governing workspace'
@@ -428,6 +458,87 @@ CREATE FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role
 $$;
 
 ALTER FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_folders(p_workspace text, p_username text, p_groups text[]) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT DISTINCT fa.folder FROM datatable_roles.folder_access AS fa
+    WHERE fa.workspace = p_workspace
+        AND fa.principal = ANY(('u/' || p_username)
+            || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))
+$$;
+
+ALTER FUNCTION datatable_roles.directory_folders(p_workspace text, p_username text, p_groups text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_groups(p_workspace text, p_username text, p_email text) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT gm.group_name FROM datatable_roles.group_member AS gm
+    WHERE gm.workspace = p_workspace AND gm.username = p_username
+$$;
+
+ALTER FUNCTION datatable_roles.directory_groups(p_workspace text, p_username text, p_email text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_in_group(p_workspace text, p_username text, p_email text, p_group text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE ROWS 1
+    AS $$
+    SELECT true FROM datatable_roles.group_member AS gm
+    WHERE gm.workspace = p_workspace AND gm.group_name = p_group
+        AND gm.username = p_username
+$$;
+
+ALTER FUNCTION datatable_roles.directory_in_group(p_workspace text, p_username text, p_email text, p_group text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_member(p_workspace text, p_username text) RETURNS TABLE(username text, email text, is_admin boolean, incarnation text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT u.username, u.email, u.is_admin, u.incarnation::text
+    FROM datatable_roles.workspace_user AS u
+    WHERE u.workspace = p_workspace AND u.username = p_username
+$$;
+
+ALTER FUNCTION datatable_roles.directory_member(p_workspace text, p_username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_member_by_email(p_workspace text, p_email text) RETURNS TABLE(username text, email text, is_admin boolean, incarnation text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT u.username, u.email, u.is_admin, u.incarnation::text
+    FROM datatable_roles.workspace_user AS u
+    WHERE u.workspace = p_workspace AND lower(u.email) = lower(p_email)
+$$;
+
+ALTER FUNCTION datatable_roles.directory_member_by_email(p_workspace text, p_email text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_reaches_folder(p_workspace text, p_username text, p_email text, p_folder text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE ROWS 1
+    AS $$
+    SELECT true WHERE EXISTS (
+        SELECT FROM datatable_roles.folder_access AS fa
+        WHERE fa.workspace = p_workspace AND fa.folder = p_folder
+            AND (fa.principal = 'u/' || p_username
+                OR starts_with(fa.principal, 'g/') AND EXISTS (
+                    SELECT FROM datatable_roles.directory_in_group(
+                        p_workspace, p_username, p_email, substr(fa.principal, 3))))
+    )
+$$;
+
+ALTER FUNCTION datatable_roles.directory_reaches_folder(p_workspace text, p_username text, p_email text, p_folder text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_workspace_exists(p_workspace text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT EXISTS (SELECT FROM datatable_roles.workspace AS w WHERE w.name = p_workspace)
+$$;
+
+ALTER FUNCTION datatable_roles.directory_workspace_exists(p_workspace text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.email_ok(p_email text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    SELECT octet_length(p_email) <= 320 AND p_email ~ '^[^[:space:]@]+@[^[:space:]@]+$'
+$_$;
+
+ALTER FUNCTION datatable_roles.email_ok(p_email text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.end_sessions_of(p_login text) RETURNS integer
     LANGUAGE plpgsql
@@ -585,6 +696,33 @@ $$;
 
 ALTER FUNCTION datatable_roles.fault_point(p_point text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.grant_directory_writer(p_writer text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.require(p_writer, 'writer');
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_writer) THEN
+        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_writer, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    EXECUTE format('GRANT EXECUTE ON FUNCTION public.add_workspace(text),'
+        || ' public.add_workspace_user(text, text, text, boolean),'
+        || ' public.remove_workspace_user(text, text),'
+        || ' public.add_group_member(text, text, text),'
+        || ' public.remove_group_member(text, text, text),'
+        || ' public.set_folder_access(text, text, text, text),'
+        || ' public.sync_workspace_directory(text, jsonb),'
+        || ' public.forget_workspace_user(text, text),'
+        || ' public.reconcile_directory() TO %I', p_writer);
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_writer);
+    INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_writer, 'directory')
+    ON CONFLICT DO NOTHING;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.grant_directory_writer(p_writer text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.grant_worker(p_worker text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -646,6 +784,22 @@ CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time 
 $$;
 
 ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.key_names_member(p_workspace text, p_key text, p_username text, p_email text, p_incarnation text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE ROWS 1
+    AS $$
+    SELECT true WHERE p_key = '*'
+        OR p_key = 'u/' || p_username AND NOT EXISTS (
+            SELECT FROM datatable_roles.user_key_stale(p_workspace, p_username, p_incarnation))
+        OR starts_with(p_key, 'g/') AND EXISTS (
+            SELECT FROM datatable_roles.directory_in_group(
+                p_workspace, p_username, p_email, substr(p_key, 3)))
+        OR starts_with(p_key, 'f/') AND EXISTS (
+            SELECT FROM datatable_roles.directory_reaches_folder(
+                p_workspace, p_username, p_email, substr(p_key, 3)))
+$$;
+
+ALTER FUNCTION datatable_roles.key_names_member(p_workspace text, p_key text, p_username text, p_email text, p_incarnation text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.link_holds(p_role text) RETURNS boolean
     LANGUAGE sql STABLE
@@ -852,30 +1006,37 @@ $$;
 ALTER FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) RETURNS text[]
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    LANGUAGE sql STABLE
     AS $$
-BEGIN
-    RETURN (
-        SELECT array['*', 'u/' || p_username] || grp.keys || coalesce((
-            SELECT array_agg(DISTINCT 'f/' || fa.folder)
-            FROM datatable_roles.folder_access AS fa
-            WHERE fa.workspace = p_workspace
-                AND fa.principal = ANY(('u/' || p_username) || grp.keys)
-        ), '{}')
-        FROM (
-            SELECT ARRAY(
-                SELECT 'g/' || gm.group_name
-                FROM datatable_roles.group_member AS gm
-                WHERE gm.workspace = p_workspace AND gm.username = p_username
-            ) AS keys
-            OFFSET 0
-        ) AS grp
-    );
-END;
+    SELECT datatable_roles.member_keys(p_workspace, m.username, m.email, m.incarnation)
+    FROM datatable_roles.directory_member(p_workspace, p_username) AS m
 $$;
 
 ALTER FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.member_keys(p_workspace text, p_username text, p_email text, p_incarnation text) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT array['*']
+        || CASE WHEN NOT EXISTS (
+            SELECT FROM datatable_roles.user_key_stale(p_workspace, p_username, p_incarnation)
+        ) THEN array['u/' || p_username] ELSE '{}' END
+        || ARRAY(SELECT 'g/' || g FROM unnest(grp.groups) AS g)
+        || ARRAY(
+            SELECT 'f/' || f
+            FROM datatable_roles.directory_folders(p_workspace, p_username, grp.groups) AS f
+            ORDER BY f
+        )
+    FROM (
+        SELECT ARRAY(
+            SELECT g FROM datatable_roles.directory_groups(p_workspace, p_username, p_email) AS g
+            ORDER BY g
+        ) AS groups
+        OFFSET 0
+    ) AS grp
+$$;
+
+ALTER FUNCTION datatable_roles.member_keys(p_workspace text, p_username text, p_email text, p_incarnation text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     LANGUAGE plpgsql
@@ -906,6 +1067,17 @@ END;
 $_$;
 
 ALTER FUNCTION datatable_roles.move_objects_of(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean DEFAULT false) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    SELECT CASE WHEN p_ascii THEN p_value ~ '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$'
+        ELSE p_value ~ '^[^.].{0,254}$'
+            AND p_value ~ '^[A-Za-z0-9_.\-\u00a1-\u00ac\u00ae-\u167f\u1681-\u180d\u180f-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\ud7ff\ue000-\ufefe\uff00-\uffef\U00010000-\U0010ffff]+$'
+    END
+$_$;
+
+ALTER FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.new_password() RETURNS text
     LANGUAGE sql
@@ -1461,6 +1633,43 @@ $$;
 
 ALTER FUNCTION datatable_roles.require_governing_datatable(p_workspace text, p_name text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.require_member(p_workspace text, p_username text) RETURNS TABLE(username text, email text, is_admin boolean, incarnation text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.require_workspace(p_workspace);
+    PERFORM datatable_roles.require(p_username, 'username');
+    RETURN QUERY SELECT m.username, m.email, m.is_admin, m.incarnation
+        FROM datatable_roles.directory_member(p_workspace, p_username) AS m;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'user % is not a member of workspace %',
+            quote_literal(left(p_username, 80)), quote_literal(p_workspace)
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'Add the user with add_workspace_user (or in the platform, with an adapter); a disabled user is no member.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_member(p_workspace text, p_username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_own_directory() RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    adapter text := (SELECT s.directory FROM datatable_roles.settings AS s);
+BEGIN
+    IF adapter <> 'builtin' THEN
+        RAISE EXCEPTION 'the directory is read from the platform (the % adapter): it is not written through the package', adapter
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Change users, groups and folders in the platform; call forget_workspace_user when it deletes a user.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_own_directory() OWNER TO dtr_owner;
+
 CREATE TABLE datatable_roles.catalog_role (
     id bigint NOT NULL,
     name text NOT NULL,
@@ -1489,35 +1698,16 @@ $$;
 
 ALTER FUNCTION datatable_roles.require_role(p_name text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.require_user(p_workspace text, p_username text) RETURNS void
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $$
-BEGIN
-    PERFORM datatable_roles.require_workspace(p_workspace);
-    PERFORM datatable_roles.require(p_username, 'username');
-    IF NOT EXISTS (
-        SELECT FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = p_workspace AND u.username = p_username
-    ) THEN
-        RAISE EXCEPTION 'user % is not a member of workspace %',
-            quote_literal(p_username), quote_literal(p_workspace)
-            USING ERRCODE = 'no_data_found', HINT = 'Add the user with add_workspace_user.';
-    END IF;
-END;
-$$;
-
-ALTER FUNCTION datatable_roles.require_user(p_workspace text, p_username text) OWNER TO dtr_owner;
-
 CREATE FUNCTION datatable_roles.require_workspace(p_workspace text) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
     PERFORM datatable_roles.require(p_workspace, 'workspace');
-    IF NOT EXISTS (SELECT FROM datatable_roles.workspace AS w WHERE w.name = p_workspace) THEN
-        RAISE EXCEPTION 'workspace % does not exist', quote_literal(p_workspace)
-            USING ERRCODE = 'no_data_found', HINT = 'Create it with add_workspace.';
+    IF NOT datatable_roles.directory_workspace_exists(p_workspace) THEN
+        RAISE EXCEPTION 'workspace % does not exist', quote_literal(left(p_workspace, 80))
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'Create it with add_workspace (or in the platform, with an adapter).';
     END IF;
 END;
 $$;
@@ -1923,7 +2113,8 @@ CREATE FUNCTION datatable_roles.sweep_report(p_state jsonb) RETURNS jsonb
     AS $$
     SELECT jsonb_build_object('examined', p_state -> 'examined', 'dropped', p_state -> 'dropped',
         'skipped', p_state -> 'skipped', 'unfinished', p_state -> 'unfinished',
-        'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed')
+        'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed',
+        'forgotten_user_keys', p_state -> 'forgotten')
 $$;
 
 ALTER FUNCTION datatable_roles.sweep_report(p_state jsonb) OWNER TO dtr_owner;
@@ -1936,7 +2127,8 @@ CREATE FUNCTION datatable_roles.sweep_start(p_unused_for interval) RETURNS jsonb
         'cutoff', datatable_roles.sweep_cutoff(p_unused_for),
         'phase', 'take_away', 'i', 0,
         'victims', v.victims, 'examined', jsonb_array_length(v.victims),
-        'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0)
+        'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0,
+        'forgotten', '[]'::jsonb)
     FROM (SELECT to_jsonb(ARRAY(SELECT datatable_roles.sweep_candidates(p_unused_for))) AS victims) AS v
 $$;
 
@@ -1991,7 +2183,11 @@ BEGIN
         RETURN st || jsonb_build_object('phase', 'stray');
     ELSIF phase = 'stray' THEN
         PERFORM datatable_roles.end_stray_sessions();
-        RETURN st || jsonb_build_object('phase', 'done');
+        RETURN st || jsonb_build_object('phase', 'directory');
+    ELSIF phase = 'directory' THEN
+        -- u/ keys of people who left the directory (docs/integration.md).
+        RETURN st || jsonb_build_object('phase', 'done',
+            'forgotten', public.reconcile_directory() -> 'forgotten');
     END IF;
     RETURN st;
 END;
@@ -2044,6 +2240,16 @@ $$;
 
 ALTER FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE ROWS 1
+    AS $$
+    SELECT true FROM datatable_roles.tenant_user AS b
+    WHERE b.workspace = p_workspace AND b.username = p_username
+        AND b.incarnation IS DISTINCT FROM p_incarnation
+$$;
+
+ALTER FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2062,40 +2268,22 @@ $$;
 
 ALTER FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) RETURNS TABLE(username text, ids bigint[])
+CREATE FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) RETURNS TABLE(username text, email text, incarnation text, ids bigint[])
     LANGUAGE sql STABLE
     AS $$
-    SELECT u.username, CASE WHEN u.username IS NULL THEN '{}'::bigint [] ELSE ARRAY(
-        SELECT m.role_id FROM datatable_roles.datatable_role AS m
-        WHERE m.datatable_id = p_datatable_id
-            AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
-            AND EXISTS (
-                SELECT FROM unnest(m.tenants) AS t (k)
-                WHERE t.k = '*' OR t.k = 'u/' || u.username
-                    OR starts_with(t.k, 'g/') AND (
-                        SELECT true FROM datatable_roles.group_member AS gm
-                        WHERE gm.workspace = p_workspace AND gm.group_name = substr(t.k, 3)
-                            AND gm.username = u.username
-                    )
-                    OR starts_with(t.k, 'f/') AND (
-                        SELECT true FROM datatable_roles.folder_access AS fa
-                        WHERE fa.workspace = p_workspace AND fa.folder = substr(t.k, 3)
-                            AND (
-                                fa.principal = 'u/' || u.username
-                                OR starts_with(fa.principal, 'g/') AND (
-                                    SELECT true FROM datatable_roles.group_member AS gf
-                                    WHERE gf.workspace = p_workspace
-                                        AND gf.group_name = substr(fa.principal, 3)
-                                        AND gf.username = u.username
-                                )
-                            )
-                        LIMIT 1
-                    )
-            )
-    ) END
+    SELECT v.username, v.email, v.incarnation,
+        CASE WHEN v.username IS NULL THEN '{}'::bigint [] ELSE ARRAY(
+            SELECT m.role_id FROM datatable_roles.datatable_role AS m
+            WHERE m.datatable_id = p_datatable_id
+                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+                AND EXISTS (
+                    SELECT FROM unnest(m.tenants) AS t (k)
+                    CROSS JOIN LATERAL datatable_roles.key_names_member(
+                        p_workspace, t.k, v.username, v.email, v.incarnation) AS n
+                )
+        ) END
     FROM (SELECT) AS one
-    LEFT JOIN datatable_roles.workspace_user AS u
-        ON u.workspace = p_workspace AND lower(u.email) = lower(p_viewer_email)
+    LEFT JOIN datatable_roles.directory_member_by_email(p_workspace, p_viewer_email) AS v ON true
 $$;
 
 ALTER FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) OWNER TO dtr_owner;
@@ -2105,7 +2293,8 @@ CREATE FUNCTION public.add_group_member(workspace text, group_name text, usernam
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM datatable_roles.require_user(add_group_member.workspace, add_group_member.username);
+    PERFORM datatable_roles.require_own_directory();
+    PERFORM datatable_roles.require_member(add_group_member.workspace, add_group_member.username);
     PERFORM datatable_roles.check_name('group', add_group_member.group_name);
     INSERT INTO datatable_roles.group_member (workspace, group_name, username)
     VALUES (add_group_member.workspace, add_group_member.group_name, add_group_member.username)
@@ -2120,6 +2309,7 @@ CREATE FUNCTION public.add_workspace(workspace text) RETURNS void
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
+    PERFORM datatable_roles.require_own_directory();
     PERFORM datatable_roles.check_name('workspace', add_workspace.workspace);
     INSERT INTO datatable_roles.workspace (name) VALUES (add_workspace.workspace)
     ON CONFLICT DO NOTHING;
@@ -2136,6 +2326,7 @@ DECLARE
     ws text := add_workspace_user.workspace;
     uname text := add_workspace_user.username;
 BEGIN
+    PERFORM datatable_roles.require_own_directory();
     PERFORM datatable_roles.require_workspace(ws);
     PERFORM datatable_roles.check_name('user', uname);
     PERFORM datatable_roles.check_email(add_workspace_user.email);
@@ -2289,6 +2480,77 @@ $$;
 
 ALTER FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text) OWNER TO dtr_owner;
 
+CREATE FUNCTION public.forget_workspace_user(workspace text, username text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    tenant_key text := 'u/' || forget_workspace_user.username;
+    maps integer;
+    admins integer;
+BEGIN
+    PERFORM datatable_roles.require(forget_workspace_user.workspace, 'workspace');
+    PERFORM datatable_roles.require(forget_workspace_user.username, 'username');
+    UPDATE datatable_roles.datatable_role AS m
+    SET tenants = array_remove(m.tenants, tenant_key)
+    FROM datatable_roles.datatable AS d
+    WHERE d.id = m.datatable_id AND d.workspace = forget_workspace_user.workspace
+        AND tenant_key = ANY(m.tenants);
+    GET DIAGNOSTICS maps = ROW_COUNT;
+    UPDATE datatable_roles.datatable AS d
+    SET admin_tenants = array_remove(d.admin_tenants, tenant_key)
+    WHERE d.workspace = forget_workspace_user.workspace AND tenant_key = ANY(d.admin_tenants);
+    GET DIAGNOSTICS admins = ROW_COUNT;
+    DELETE FROM datatable_roles.tenant_user AS b
+    WHERE b.workspace = forget_workspace_user.workspace
+        AND b.username = forget_workspace_user.username;
+    RETURN maps + admins;
+END;
+$$;
+
+ALTER FUNCTION public.forget_workspace_user(workspace text, username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.reconcile_directory() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    k record;
+    forgotten text [] := '{}';
+    bound integer := 0;
+BEGIN
+    FOR k IN
+        SELECT keys.workspace, keys.username, b.incarnation AS bound_to, m.incarnation AS now_is
+        FROM (
+            SELECT b.workspace, b.username FROM datatable_roles.tenant_user AS b
+            UNION
+            SELECT d.workspace, substr(t.k, 3)
+            FROM datatable_roles.datatable AS d
+            LEFT JOIN datatable_roles.datatable_role AS m ON m.datatable_id = d.id
+            CROSS JOIN LATERAL unnest(coalesce(m.tenants, '{}') || d.admin_tenants) AS t (k)
+            WHERE starts_with(t.k, 'u/')
+        ) AS keys
+        LEFT JOIN datatable_roles.tenant_user AS b
+            ON b.workspace = keys.workspace AND b.username = keys.username
+        LEFT JOIN LATERAL datatable_roles.directory_member(keys.workspace, keys.username) AS m
+            ON true
+        ORDER BY keys.workspace, keys.username
+    LOOP
+        IF k.now_is IS NULL OR k.bound_to IS DISTINCT FROM k.now_is AND k.bound_to IS NOT NULL THEN
+            PERFORM public.forget_workspace_user(k.workspace, k.username);
+            forgotten := forgotten || (k.workspace || '/' || k.username);
+        ELSIF k.bound_to IS NULL THEN
+            INSERT INTO datatable_roles.tenant_user (workspace, username, incarnation)
+            VALUES (k.workspace, k.username, k.now_is);
+            bound := bound + 1;
+        END IF;
+    END LOOP;
+    RETURN jsonb_build_object('forgotten', to_jsonb(forgotten), 'bound', bound);
+END;
+$$;
+
+ALTER FUNCTION public.reconcile_directory() OWNER TO dtr_owner;
+
 CREATE FUNCTION public.record_job_start(job_id uuid, workspace text, permissioned_as text, origin text, caller_email text DEFAULT NULL::text, token_job_id uuid DEFAULT NULL::uuid) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2296,7 +2558,7 @@ CREATE FUNCTION public.record_job_start(job_id uuid, workspace text, permissione
 DECLARE
     ws text := record_job_start.workspace;
     identity_name text;
-    identity datatable_roles.workspace_user;
+    identity record;
     identity_keys text [];
     viewer text;
     parent datatable_roles.job_perms;
@@ -2311,9 +2573,7 @@ BEGIN
     END IF;
     identity_name := substr(record_job_start.permissioned_as, 3);
     PERFORM datatable_roles.check_name('user', identity_name);
-    PERFORM datatable_roles.require_user(ws, identity_name);
-    SELECT u.* INTO identity FROM datatable_roles.workspace_user AS u
-    WHERE u.workspace = ws AND u.username = identity_name;
+    SELECT m.* INTO identity FROM datatable_roles.require_member(ws, identity_name) AS m;
 
     IF record_job_start.origin NOT IN ('app', 'run', 'preview', 'job_token', 'schedule', 'trigger', 'agent_tool') THEN
         RAISE EXCEPTION 'invalid origin %', quote_literal(left(record_job_start.origin, 80))
@@ -2361,7 +2621,13 @@ BEGIN
             USING ERRCODE = 'unique_violation';
     END IF;
 
-    identity_keys := datatable_roles.member_keys(ws, identity_name);
+    -- A username given to someone else since u/<it> was written: its keys
+    -- named the one before, and are forgotten now, before they are captured.
+    IF EXISTS (SELECT FROM datatable_roles.user_key_stale(ws, identity_name, identity.incarnation)) THEN
+        PERFORM public.forget_workspace_user(ws, identity_name);
+    END IF;
+    identity_keys := datatable_roles.member_keys(
+        ws, identity_name, identity.email, identity.incarnation);
     INSERT INTO datatable_roles.job_perms (
         job_id, workspace, permissioned_as, email, is_admin, groups, folders,
         end_user_email, origin, token_job_id
@@ -2535,47 +2801,44 @@ $$;
 
 ALTER FUNCTION public.remove_datatable_role(workspace text, datatable text, role text) OWNER TO dtr_owner;
 
-CREATE FUNCTION public.remove_group_member(workspace text, group_name text, username text) RETURNS void
+CREATE FUNCTION public.remove_group_member(workspace text, group_name text, username text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM datatable_roles.require_user(remove_group_member.workspace, remove_group_member.username);
-    PERFORM datatable_roles.check_name('group', remove_group_member.group_name);
+    PERFORM datatable_roles.require_own_directory();
+    PERFORM datatable_roles.require_workspace(remove_group_member.workspace);
+    PERFORM datatable_roles.require(remove_group_member.username, 'username');
+    PERFORM datatable_roles.require(remove_group_member.group_name, 'group_name');
     DELETE FROM datatable_roles.group_member AS gm
     WHERE gm.workspace = remove_group_member.workspace
         AND gm.group_name = remove_group_member.group_name
         AND gm.username = remove_group_member.username;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'user % is not in group %',
-            quote_literal(remove_group_member.username), quote_literal(remove_group_member.group_name)
-            USING ERRCODE = 'no_data_found';
-    END IF;
+    RETURN FOUND;
 END;
 $$;
 
 ALTER FUNCTION public.remove_group_member(workspace text, group_name text, username text) OWNER TO dtr_owner;
 
-CREATE FUNCTION public.remove_workspace_user(workspace text, username text) RETURNS void
+CREATE FUNCTION public.remove_workspace_user(workspace text, username text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
     ws text := remove_workspace_user.workspace;
-    tenant_key text := 'u/' || remove_workspace_user.username;
+    uname text := remove_workspace_user.username;
+    removed boolean;
 BEGIN
-    PERFORM datatable_roles.require_user(ws, remove_workspace_user.username);
-    DELETE FROM datatable_roles.workspace_user AS u
-    WHERE u.workspace = ws AND u.username = remove_workspace_user.username;
+    PERFORM datatable_roles.require_own_directory();
+    PERFORM datatable_roles.require_workspace(ws);
+    PERFORM datatable_roles.require(uname, 'username');
+    DELETE FROM datatable_roles.workspace_user AS u WHERE u.workspace = ws AND u.username = uname;
+    removed := FOUND;
+    DELETE FROM datatable_roles.group_member AS gm WHERE gm.workspace = ws AND gm.username = uname;
     DELETE FROM datatable_roles.folder_access AS fa
-    WHERE fa.workspace = ws AND fa.principal = tenant_key;
-    UPDATE datatable_roles.datatable_role AS m
-    SET tenants = array_remove(m.tenants, tenant_key)
-    FROM datatable_roles.datatable AS d
-    WHERE d.id = m.datatable_id AND d.workspace = ws AND tenant_key = ANY(m.tenants);
-    UPDATE datatable_roles.datatable AS d
-    SET admin_tenants = array_remove(d.admin_tenants, tenant_key)
-    WHERE d.workspace = ws AND tenant_key = ANY(d.admin_tenants);
+    WHERE fa.workspace = ws AND fa.principal = 'u/' || uname;
+    PERFORM public.forget_workspace_user(ws, uname);
+    RETURN removed;
 END;
 $$;
 
@@ -2759,7 +3022,7 @@ BEGIN
     FOREACH tenant_key IN ARRAY set_datatable_role_tenants.tenants LOOP
         PERFORM datatable_roles.check_tenant_key(tenant_key);
         IF tenant_key LIKE 'u/%' THEN
-            PERFORM datatable_roles.require_user(entry.workspace, substr(tenant_key, 3));
+            PERFORM datatable_roles.bind_user_key(entry.workspace, substr(tenant_key, 3));
         END IF;
     END LOOP;
     clean := ARRAY(SELECT DISTINCT t FROM unnest(set_datatable_role_tenants.tenants) AS t ORDER BY t);
@@ -2783,6 +3046,7 @@ CREATE FUNCTION public.set_folder_access(workspace text, folder text, principal 
 DECLARE
     ws text := set_folder_access.workspace;
 BEGIN
+    PERFORM datatable_roles.require_own_directory();
     PERFORM datatable_roles.require_workspace(ws);
     PERFORM datatable_roles.check_name('folder', set_folder_access.folder);
     PERFORM datatable_roles.require(set_folder_access.principal, 'principal');
@@ -2790,11 +3054,6 @@ BEGIN
     IF set_folder_access.principal !~ '^[ug]/' THEN
         RAISE EXCEPTION 'invalid principal %', quote_literal(left(set_folder_access.principal, 80))
             USING ERRCODE = 'invalid_parameter_value', HINT = 'A principal is u/<username> or g/<group>.';
-    END IF;
-    IF set_folder_access.principal LIKE 'u/%' THEN
-        PERFORM datatable_roles.require_user(ws, substr(set_folder_access.principal, 3));
-    ELSE
-        PERFORM datatable_roles.check_name('group', substr(set_folder_access.principal, 3));
     END IF;
     IF set_folder_access.access NOT IN ('owner', 'write', 'read', 'none') THEN
         RAISE EXCEPTION 'invalid folder access %', quote_literal(left(set_folder_access.access, 80))
@@ -2804,11 +3063,16 @@ BEGIN
         DELETE FROM datatable_roles.folder_access AS fa
         WHERE fa.workspace = ws AND fa.folder = set_folder_access.folder
             AND fa.principal = set_folder_access.principal;
-    ELSE
-        INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
-        VALUES (ws, set_folder_access.folder, set_folder_access.principal, set_folder_access.access)
-        ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access;
+        RETURN;
     END IF;
+    IF set_folder_access.principal LIKE 'u/%' THEN
+        PERFORM datatable_roles.require_member(ws, substr(set_folder_access.principal, 3));
+    ELSE
+        PERFORM datatable_roles.check_name('group', substr(set_folder_access.principal, 3));
+    END IF;
+    INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
+    VALUES (ws, set_folder_access.folder, set_folder_access.principal, set_folder_access.access)
+    ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access;
 END;
 $$;
 
@@ -2829,6 +3093,173 @@ END;
 $$;
 
 ALTER PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb, IN unused_for interval) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.sync_workspace_directory(workspace text, directory jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    ws text := sync_workspace_directory.workspace;
+    d jsonb := sync_workspace_directory.directory;
+    users jsonb;          -- the users taken: [{username, email, is_admin}]
+    rejected jsonb;
+    judged jsonb;         -- memberships, then grants, each with its reason (null: taken)
+    gone text;
+    n_removed integer := 0;
+    n_updated integer;
+    n_added integer;
+    g_removed integer;
+    g_added integer;
+    f_removed integer;
+    f_changed integer;
+BEGIN
+    PERFORM datatable_roles.require_own_directory();
+    PERFORM datatable_roles.check_name('workspace', ws);
+    PERFORM datatable_roles.require(d, 'directory');
+    IF jsonb_typeof(d) <> 'object' OR jsonb_typeof(d -> 'users') IS DISTINCT FROM 'array'
+        OR jsonb_typeof(d -> 'groups') IS DISTINCT FROM 'object'
+        OR jsonb_typeof(d -> 'folders') IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'a directory is an object with users (an array), groups and folders (objects)'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Give all three, empty when there are none: {"users": [], "groups": {}, "folders": {}}.';
+    END IF;
+    INSERT INTO datatable_roles.workspace (name) VALUES (ws) ON CONFLICT DO NOTHING;
+
+    -- Users.
+    WITH given AS (
+        SELECT e.value AS item, e.value ->> 'username' AS username, e.value ->> 'email' AS email,
+            e.value -> 'is_admin' AS is_admin
+        FROM jsonb_array_elements(d -> 'users') AS e (value)
+    ), judged AS (
+        SELECT g.*, CASE
+            WHEN jsonb_typeof(g.item) <> 'object' THEN 'not an object'
+            WHEN g.username IS NULL OR NOT datatable_roles.name_ok(g.username) THEN 'invalid username'
+            WHEN g.email IS NULL OR NOT datatable_roles.email_ok(g.email) THEN 'invalid email'
+            WHEN coalesce(jsonb_typeof(g.is_admin), 'boolean') <> 'boolean' THEN 'is_admin is not a boolean'
+            WHEN count(*) OVER (PARTITION BY g.username) > 1 THEN 'username given more than once'
+            WHEN count(*) OVER (PARTITION BY lower(g.email)) > 1 THEN 'email shared by several users'
+        END AS reason
+        FROM given AS g
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('kind', 'user', 'item', j.item, 'reason', j.reason))
+            FILTER (WHERE j.reason IS NOT NULL), '[]'),
+        coalesce(jsonb_agg(jsonb_build_object('username', j.username, 'email', j.email,
+            'is_admin', coalesce(j.is_admin, 'false'))) FILTER (WHERE j.reason IS NULL), '[]')
+    INTO rejected, users
+    FROM judged AS j;
+
+    FOR gone IN
+        SELECT u.username FROM datatable_roles.workspace_user AS u
+        WHERE u.workspace = ws AND NOT EXISTS (
+            SELECT FROM jsonb_array_elements(users) AS v (value)
+            WHERE v.value ->> 'username' = u.username)
+        ORDER BY u.username
+    LOOP
+        PERFORM public.remove_workspace_user(ws, gone);
+        n_removed := n_removed + 1;
+    END LOOP;
+    -- Emails that change are parked first (no '@': no real email), so that
+    -- two users may swap emails under the unique (workspace, lower(email)).
+    UPDATE datatable_roles.workspace_user AS u SET email = '#' || u.incarnation
+    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = ws AND u.username = v.username AND u.email <> v.email;
+    UPDATE datatable_roles.workspace_user AS u SET email = v.email, is_admin = v.is_admin
+    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = ws AND u.username = v.username
+        AND (u.email <> v.email OR u.is_admin <> v.is_admin);
+    GET DIAGNOSTICS n_updated = ROW_COUNT;
+    INSERT INTO datatable_roles.workspace_user (workspace, username, email, is_admin)
+    SELECT ws, v.username, v.email, v.is_admin
+    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
+    ON CONFLICT ON CONSTRAINT workspace_user_pkey DO NOTHING;
+    GET DIAGNOSTICS n_added = ROW_COUNT;
+
+    -- Group memberships: judged once, then split into rejected and taken.
+    WITH given AS (
+        SELECT g.key AS group_name, g.value AS members, m.value AS member
+        FROM jsonb_each(d -> 'groups') AS g
+        LEFT JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(g.value) = 'array' THEN g.value ELSE '[null]' END
+        ) AS m (value) ON true
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('group_name', g.group_name, 'member', g.member,
+        'reason', CASE
+            WHEN jsonb_typeof(g.members) <> 'array' THEN 'a group is an array of usernames'
+            WHEN NOT datatable_roles.name_ok(g.group_name) THEN 'invalid group name'
+            WHEN jsonb_typeof(g.member) IS DISTINCT FROM 'string' THEN 'a member is a username'
+            WHEN NOT EXISTS (SELECT FROM jsonb_array_elements(users) AS v (value)
+                WHERE v.value -> 'username' = g.member) THEN 'not a user of the workspace'
+        END)), '[]')
+    INTO judged
+    FROM given AS g;
+    rejected := rejected || coalesce((
+        SELECT jsonb_agg(jsonb_build_object('kind', 'group_member', 'item',
+            jsonb_build_object('group', j.value -> 'group_name', 'member', j.value -> 'member'),
+            'reason', j.value -> 'reason'))
+        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
+    DELETE FROM datatable_roles.group_member AS gm
+    WHERE gm.workspace = ws AND NOT EXISTS (
+        SELECT FROM jsonb_array_elements(judged) AS j (value)
+        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'group_name' = gm.group_name
+            AND j.value ->> 'member' = gm.username);
+    GET DIAGNOSTICS g_removed = ROW_COUNT;
+    INSERT INTO datatable_roles.group_member (workspace, group_name, username)
+    SELECT ws, j.value ->> 'group_name', j.value ->> 'member'
+    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS g_added = ROW_COUNT;
+
+    -- Folder grants, the same way.
+    WITH given AS (
+        SELECT f.key AS folder, f.value AS grants, p.key AS principal, p.value AS access
+        FROM jsonb_each(d -> 'folders') AS f
+        LEFT JOIN LATERAL jsonb_each(
+            CASE WHEN jsonb_typeof(f.value) = 'object' THEN f.value ELSE '{"": null}' END
+        ) AS p ON true
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('folder', g.folder, 'principal', g.principal,
+        'access', g.access, 'reason', CASE
+            WHEN jsonb_typeof(g.grants) <> 'object' THEN 'a folder is an object of principal: access'
+            WHEN NOT datatable_roles.name_ok(g.folder) THEN 'invalid folder name'
+            WHEN g.principal !~ '^[ug]/' OR NOT datatable_roles.name_ok(substr(g.principal, 3))
+                THEN 'a principal is u/<username> or g/<group>'
+            WHEN g.access IS NULL OR g.access NOT IN ('"owner"', '"write"', '"read"')
+                THEN 'access is owner, write or read'
+            WHEN starts_with(g.principal, 'u/') AND NOT EXISTS (
+                SELECT FROM jsonb_array_elements(users) AS v (value)
+                WHERE v.value ->> 'username' = substr(g.principal, 3))
+                THEN 'not a user of the workspace'
+        END)), '[]')
+    INTO judged
+    FROM given AS g;
+    rejected := rejected || coalesce((
+        SELECT jsonb_agg(jsonb_build_object('kind', 'folder_grant', 'item',
+            jsonb_build_object('folder', j.value -> 'folder', 'principal', j.value -> 'principal',
+                'access', j.value -> 'access'),
+            'reason', j.value -> 'reason'))
+        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
+    DELETE FROM datatable_roles.folder_access AS fa
+    WHERE fa.workspace = ws AND NOT EXISTS (
+        SELECT FROM jsonb_array_elements(judged) AS j (value)
+        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'folder' = fa.folder
+            AND j.value ->> 'principal' = fa.principal);
+    GET DIAGNOSTICS f_removed = ROW_COUNT;
+    INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
+    SELECT ws, j.value ->> 'folder', j.value ->> 'principal', j.value ->> 'access'
+    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
+    ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access
+    WHERE fa.access <> excluded.access;
+    GET DIAGNOSTICS f_changed = ROW_COUNT;
+
+    RETURN jsonb_build_object('workspace', ws,
+        'users', jsonb_build_object('added', n_added, 'updated', n_updated, 'removed', n_removed),
+        'group_members', jsonb_build_object('added', g_added, 'removed', g_removed),
+        'folder_grants', jsonb_build_object('added_or_changed', f_changed, 'removed', f_removed),
+        'rejected', rejected);
+END;
+$$;
+
+ALTER FUNCTION public.sync_workspace_directory(workspace text, directory jsonb) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.validate_role_name(name text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
@@ -2962,14 +3393,26 @@ CREATE TABLE datatable_roles.settings (
     functions_sha256 text,
     rotate_every interval DEFAULT '1 day'::interval NOT NULL,
     login_group text NOT NULL,
+    directory text DEFAULT 'builtin'::text NOT NULL,
+    CONSTRAINT settings_directory_check CHECK ((directory = ANY (ARRAY['builtin'::text, 'windmill'::text]))),
     CONSTRAINT settings_scram_iterations_check CHECK (((scram_iterations >= 1) AND (scram_iterations <= 100000))),
     CONSTRAINT settings_singleton_check CHECK (singleton)
 );
 
 ALTER TABLE datatable_roles.settings OWNER TO dtr_owner;
 
+CREATE TABLE datatable_roles.tenant_user (
+    workspace text NOT NULL,
+    username text NOT NULL,
+    incarnation text NOT NULL
+);
+
+ALTER TABLE datatable_roles.tenant_user OWNER TO dtr_owner;
+
 CREATE TABLE datatable_roles.worker_role (
-    name text NOT NULL
+    name text NOT NULL,
+    kind text DEFAULT 'worker'::text NOT NULL,
+    CONSTRAINT worker_role_kind_check CHECK ((kind = ANY (ARRAY['worker'::text, 'directory'::text])))
 );
 
 ALTER TABLE datatable_roles.worker_role OWNER TO dtr_owner;
@@ -2984,10 +3427,20 @@ CREATE TABLE datatable_roles.workspace_user (
     workspace text NOT NULL,
     username text NOT NULL,
     email text NOT NULL,
-    is_admin boolean DEFAULT false NOT NULL
+    is_admin boolean DEFAULT false NOT NULL,
+    incarnation bigint NOT NULL
 );
 
 ALTER TABLE datatable_roles.workspace_user OWNER TO dtr_owner;
+
+ALTER TABLE datatable_roles.workspace_user ALTER COLUMN incarnation ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME datatable_roles.workspace_user_incarnation_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 ALTER TABLE ONLY datatable_roles.catalog_role
     ADD CONSTRAINT catalog_role_name_key UNIQUE (name);
@@ -3022,8 +3475,11 @@ ALTER TABLE ONLY datatable_roles.link_credential
 ALTER TABLE ONLY datatable_roles.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (singleton);
 
+ALTER TABLE ONLY datatable_roles.tenant_user
+    ADD CONSTRAINT tenant_user_pkey PRIMARY KEY (workspace, username);
+
 ALTER TABLE ONLY datatable_roles.worker_role
-    ADD CONSTRAINT worker_role_pkey PRIMARY KEY (name);
+    ADD CONSTRAINT worker_role_pkey PRIMARY KEY (name, kind);
 
 ALTER TABLE ONLY datatable_roles.workspace
     ADD CONSTRAINT workspace_pkey PRIMARY KEY (name);
@@ -3056,9 +3512,6 @@ ALTER TABLE ONLY datatable_roles.datatable_role
 ALTER TABLE ONLY datatable_roles.datatable_role
     ADD CONSTRAINT datatable_role_role_id_fkey FOREIGN KEY (role_id) REFERENCES datatable_roles.catalog_role(id) ON DELETE CASCADE;
 
-ALTER TABLE ONLY datatable_roles.datatable
-    ADD CONSTRAINT datatable_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
-
 ALTER TABLE ONLY datatable_roles.folder_access
     ADD CONSTRAINT folder_access_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
 
@@ -3071,6 +3524,8 @@ ALTER TABLE ONLY datatable_roles.workspace_user
 GRANT CREATE ON SCHEMA public TO dtr_owner;
 
 REVOKE ALL ON FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.bind_user_key(p_workspace text, p_username text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.check_dbname(p_dbname text) FROM PUBLIC;
 
@@ -3092,6 +3547,22 @@ REVOKE ALL ON FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p
 
 REVOKE ALL ON FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.directory_folders(p_workspace text, p_username text, p_groups text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.directory_groups(p_workspace text, p_username text, p_email text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.directory_in_group(p_workspace text, p_username text, p_email text, p_group text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.directory_member(p_workspace text, p_username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.directory_member_by_email(p_workspace text, p_email text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.directory_reaches_folder(p_workspace text, p_username text, p_email text, p_folder text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.directory_workspace_exists(p_workspace text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.email_ok(p_email text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.end_stray_sessions() FROM PUBLIC;
@@ -3102,11 +3573,15 @@ REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql tex
 
 REVOKE ALL ON FUNCTION datatable_roles.fault_point(p_point text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.grant_directory_writer(p_writer text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.key_names_member(p_workspace text, p_key text, p_username text, p_email text, p_incarnation text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
 
@@ -3132,7 +3607,11 @@ REVOKE ALL ON FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_ke
 
 REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text, p_email text, p_incarnation text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 
@@ -3150,9 +3629,11 @@ REVOKE ALL ON FUNCTION datatable_roles.require_datatable(p_workspace text, p_nam
 
 REVOKE ALL ON FUNCTION datatable_roles.require_governing_datatable(p_workspace text, p_name text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.require_role(p_name text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.require_member(p_workspace text, p_username text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.require_user(p_workspace text, p_username text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.require_own_directory() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require_role(p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require_workspace(p_workspace text) FROM PUBLIC;
 
@@ -3194,6 +3675,8 @@ REVOKE ALL ON FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff ti
 
 REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) FROM PUBLIC;
@@ -3213,6 +3696,10 @@ REVOKE ALL ON FUNCTION public.create_datatable_role(name text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.drop_datatable_role(name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.forget_workspace_user(workspace text, username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.reconcile_directory() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.record_job_start(job_id uuid, workspace text, permissioned_as text, origin text, caller_email text, token_job_id uuid) FROM PUBLIC;
 
@@ -3243,5 +3730,7 @@ REVOKE ALL ON FUNCTION public.set_datatable_role_tenants(workspace text, datatab
 REVOKE ALL ON FUNCTION public.set_folder_access(workspace text, folder text, principal text, access text) FROM PUBLIC;
 
 REVOKE ALL ON PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb, IN unused_for interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.sync_workspace_directory(workspace text, directory jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.validate_role_name(name text) FROM PUBLIC;

@@ -42,8 +42,22 @@ BEGIN
 END;
 $$;
 
--- Names of workspaces, users, groups, folders and data tables: 1 to 255
--- ASCII letters, digits, '_', '-' and '.', not starting with '.' (22023).
+-- Names of users, groups and folders, as platforms make them (Windmill's
+-- are ^[\w-]+$ with Unicode \w: 'josé'): 1 to 255 characters, each an ASCII
+-- letter, digit, '_', '-' or '.' (not first), or a character above U+00A0
+-- that is not a space, a control, a format or bidi control, a line
+-- separator or a surrogate. The same rule, whatever the database's locale
+-- (\w follows it). Workspace and data table names stay ASCII (p_ascii).
+CREATE OR REPLACE FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN p_ascii THEN p_value ~ '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$'
+        ELSE p_value ~ '^[^.].{0,254}$'
+            AND p_value ~ '^[A-Za-z0-9_.\-\u00a1-\u00ac\u00ae-\u167f\u1681-\u180d\u180f-\u1fff\u2010-\u2027\u2030-\u205e\u2070-\u2fff\u3001-\ud7ff\ue000-\ufefe\uff00-\uffef\U00010000-\U0010ffff]+$'
+    END
+$$;
+
 CREATE OR REPLACE FUNCTION datatable_roles.check_name(p_kind text, p_value text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE
@@ -51,12 +65,25 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles.require(p_value, p_kind);
-    IF p_value !~ '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
-        RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(p_value)
+    IF p_kind IN ('workspace', 'datatable') THEN
+        IF NOT datatable_roles.name_ok(p_value, true) THEN
+            RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(left(p_value, 80))
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Use 1 to 255 ASCII letters, digits, ''_'', ''-'' or ''.'' (not first).';
+        END IF;
+    ELSIF NOT datatable_roles.name_ok(p_value) THEN
+        RAISE EXCEPTION 'invalid % name %', p_kind, quote_literal(left(p_value, 80))
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use 1 to 255 ASCII letters, digits, ''_'', ''-'' or ''.'' (not first).';
+                  HINT = 'Use 1 to 255 letters or digits of any script, ''_'', ''-'' or ''.'' (not first); no spaces or control characters.';
     END IF;
 END;
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.email_ok(p_email text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT octet_length(p_email) <= 320 AND p_email ~ '^[^[:space:]@]+@[^[:space:]@]+$'
 $$;
 
 CREATE OR REPLACE FUNCTION datatable_roles.check_email(p_email text)
@@ -66,7 +93,7 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles.require(p_email, 'email');
-    IF octet_length(p_email) > 320 OR p_email !~ '^[^[:space:]@]+@[^[:space:]@]+$' THEN
+    IF NOT datatable_roles.email_ok(p_email) THEN
         RAISE EXCEPTION 'invalid email %', quote_literal(left(p_email, 80))
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -85,7 +112,7 @@ BEGIN
         RAISE EXCEPTION 'a tenant key must not be NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_key <> '*' AND p_key !~ '^[ugf]/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$' THEN
+    IF p_key <> '*' AND NOT (p_key ~ '^[ugf]/' AND datatable_roles.name_ok(substr(p_key, 3))) THEN
         RAISE EXCEPTION 'invalid tenant key %', quote_literal(left(p_key, 80))
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'A tenant key is u/<username>, g/<group>, f/<folder> or *.';

@@ -251,7 +251,7 @@ BEGIN
     FOREACH tenant_key IN ARRAY set_datatable_role_tenants.tenants LOOP
         PERFORM datatable_roles.check_tenant_key(tenant_key);
         IF tenant_key LIKE 'u/%' THEN
-            PERFORM datatable_roles.require_user(entry.workspace, substr(tenant_key, 3));
+            PERFORM datatable_roles.bind_user_key(entry.workspace, substr(tenant_key, 3));
         END IF;
     END LOOP;
     clean := ARRAY(SELECT DISTINCT t FROM unnest(set_datatable_role_tenants.tenants) AS t ORDER BY t);

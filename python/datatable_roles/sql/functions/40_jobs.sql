@@ -24,7 +24,7 @@ AS $$
 DECLARE
     ws text := record_job_start.workspace;
     identity_name text;
-    identity datatable_roles.workspace_user;
+    identity record;
     identity_keys text [];
     viewer text;
     parent datatable_roles.job_perms;
@@ -39,9 +39,7 @@ BEGIN
     END IF;
     identity_name := substr(record_job_start.permissioned_as, 3);
     PERFORM datatable_roles.check_name('user', identity_name);
-    PERFORM datatable_roles.require_user(ws, identity_name);
-    SELECT u.* INTO identity FROM datatable_roles.workspace_user AS u
-    WHERE u.workspace = ws AND u.username = identity_name;
+    SELECT m.* INTO identity FROM datatable_roles.require_member(ws, identity_name) AS m;
 
     IF record_job_start.origin NOT IN ('app', 'run', 'preview', 'job_token', 'schedule', 'trigger', 'agent_tool') THEN
         RAISE EXCEPTION 'invalid origin %', quote_literal(left(record_job_start.origin, 80))
@@ -89,7 +87,13 @@ BEGIN
             USING ERRCODE = 'unique_violation';
     END IF;
 
-    identity_keys := datatable_roles.member_keys(ws, identity_name);
+    -- A username given to someone else since u/<it> was written: its keys
+    -- named the one before, and are forgotten now, before they are captured.
+    IF EXISTS (SELECT FROM datatable_roles.user_key_stale(ws, identity_name, identity.incarnation)) THEN
+        PERFORM public.forget_workspace_user(ws, identity_name);
+    END IF;
+    identity_keys := datatable_roles.member_keys(
+        ws, identity_name, identity.email, identity.incarnation);
     INSERT INTO datatable_roles.job_perms (
         job_id, workspace, permissioned_as, email, is_admin, groups, folders,
         end_user_email, origin, token_job_id

@@ -57,49 +57,31 @@ AS $$
 $$;
 
 -- The viewer's roles: the enabled roles of the map whose tenant lists name the
--- viewer, a member of the governing workspace (username NULL and ids empty
--- for no viewer, or one outside that workspace: R9). Each tenant key is
--- tested against the directory (u/ by name, g/ and f/ by primary key, as
--- scalar subqueries so that no plan hashes the viewer's memberships), so the
--- cost follows the map's tenant lists, not the viewer's memberships: a tenant
--- key names the viewer exactly when member_keys would list it.
+-- viewer, a member of the governing workspace found by email through the
+-- directory seam (no row, so username NULL and ids empty, for no viewer, one
+-- outside that workspace, a disabled one, or an email several members share:
+-- R9). Each tenant key is tested against the directory by key
+-- (key_names_member), so the cost follows the map's tenant lists, not the
+-- viewer's memberships.
 CREATE OR REPLACE FUNCTION datatable_roles.viewer_roles_of(
     p_datatable_id bigint, p_workspace text, p_viewer_email text
 )
-RETURNS TABLE (username text, ids bigint[])
+RETURNS TABLE (username text, email text, incarnation text, ids bigint[])
 LANGUAGE sql STABLE
 AS $$
-    SELECT u.username, CASE WHEN u.username IS NULL THEN '{}'::bigint [] ELSE ARRAY(
-        SELECT m.role_id FROM datatable_roles.datatable_role AS m
-        WHERE m.datatable_id = p_datatable_id
-            AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
-            AND EXISTS (
-                SELECT FROM unnest(m.tenants) AS t (k)
-                WHERE t.k = '*' OR t.k = 'u/' || u.username
-                    OR starts_with(t.k, 'g/') AND (
-                        SELECT true FROM datatable_roles.group_member AS gm
-                        WHERE gm.workspace = p_workspace AND gm.group_name = substr(t.k, 3)
-                            AND gm.username = u.username
-                    )
-                    OR starts_with(t.k, 'f/') AND (
-                        SELECT true FROM datatable_roles.folder_access AS fa
-                        WHERE fa.workspace = p_workspace AND fa.folder = substr(t.k, 3)
-                            AND (
-                                fa.principal = 'u/' || u.username
-                                OR starts_with(fa.principal, 'g/') AND (
-                                    SELECT true FROM datatable_roles.group_member AS gf
-                                    WHERE gf.workspace = p_workspace
-                                        AND gf.group_name = substr(fa.principal, 3)
-                                        AND gf.username = u.username
-                                )
-                            )
-                        LIMIT 1
-                    )
-            )
-    ) END
+    SELECT v.username, v.email, v.incarnation,
+        CASE WHEN v.username IS NULL THEN '{}'::bigint [] ELSE ARRAY(
+            SELECT m.role_id FROM datatable_roles.datatable_role AS m
+            WHERE m.datatable_id = p_datatable_id
+                AND (SELECT r.enabled FROM datatable_roles.catalog_role AS r WHERE r.id = m.role_id)
+                AND EXISTS (
+                    SELECT FROM unnest(m.tenants) AS t (k)
+                    CROSS JOIN LATERAL datatable_roles.key_names_member(
+                        p_workspace, t.k, v.username, v.email, v.incarnation) AS n
+                )
+        ) END
     FROM (SELECT) AS one
-    LEFT JOIN datatable_roles.workspace_user AS u
-        ON u.workspace = p_workspace AND lower(u.email) = lower(p_viewer_email)
+    LEFT JOIN datatable_roles.directory_member_by_email(p_workspace, p_viewer_email) AS v ON true
 $$;
 
 -- The roles of a set of catalog ids: sorted ids and names sorted bytewise.
@@ -150,11 +132,12 @@ AS $$
 DECLARE
     h record;
     label text;
-    found_user datatable_roles.workspace_user;
+    found_user record;
     ident_admin boolean;
     ident_keys text [];
     candidate record;
     dflt record;
+    viewer record;               -- username, email, incarnation, ids
     viewer_name text;
     viewer_member boolean;       -- NULL: the viewer was not looked up (R10)
     viewer_keys text [];         -- for the trace
@@ -202,11 +185,11 @@ BEGIN
         ident_admin := h.is_admin;
         ident_keys := h.job_keys;
     ELSIF p_role IS NOT NULL OR p_for_migration OR h.default_role <> 'admin' OR p_trace THEN
-        SELECT u.* INTO found_user FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.email);
-        ident_admin := coalesce(found_user.is_admin, false);
-        ident_keys := CASE WHEN FOUND
-            THEN datatable_roles.member_keys(h.workspace, found_user.username) ELSE '{}' END;
+        SELECT m.* INTO found_user
+        FROM datatable_roles.directory_member_by_email(h.workspace, h.email) AS m;
+        ident_admin := FOUND AND found_user.is_admin;
+        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(h.workspace,
+            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
     END IF;
     IF p_trace THEN
         steps := steps || jsonb_build_object(
@@ -304,13 +287,16 @@ BEGIN
         END IF;
 
         IF dflt.viewer_may_add THEN
-            SELECT v.username, v.ids INTO viewer_name, viewer_ids
+            SELECT v.* INTO viewer
             FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v;
+            viewer_name := viewer.username;
+            viewer_ids := viewer.ids;
             viewer_member := viewer_name IS NOT NULL;
             ids := ids || viewer_ids;
             IF p_trace THEN
                 IF viewer_member THEN
-                    viewer_keys := datatable_roles.member_keys(h.workspace, viewer_name);
+                    viewer_keys := datatable_roles.member_keys(
+                        h.workspace, viewer_name, viewer.email, viewer.incarnation);
                 END IF;
                 steps := steps || jsonb_build_object('step', 'viewer', 'rule',
                     CASE WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END,
@@ -318,7 +304,7 @@ BEGIN
                     'member', viewer_member,
                     'why', CASE
                         WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
-                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace'
+                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace (or is disabled, or shares the email with another member)'
                         ELSE 'tenant lists naming the viewer' END,
                     'roles', coalesce((
                         SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
@@ -345,8 +331,8 @@ BEGIN
                         h.permissioned_as, h.default_role) END,
                 CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
                     WHEN NOT coalesce(viewer_member, false) AND EXISTS (
-                        SELECT FROM datatable_roles.workspace_user AS u
-                        WHERE u.workspace = h.workspace AND lower(u.email) = lower(h.end_user_email))
+                        SELECT FROM datatable_roles.directory_member_by_email(
+                            h.workspace, h.end_user_email))
                         THEN 'no role of the map names anyone'
                     WHEN NOT coalesce(viewer_member, false)
                         THEN 'the viewer is not a member of the governing workspace'

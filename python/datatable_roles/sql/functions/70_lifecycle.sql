@@ -316,7 +316,8 @@ $$;
 
 -- The sweep as steps, each one transaction of the procedure below, its
 -- progress in a jsonb state: take away (per login), drop (per login), then
--- rotate or heal (per login), the link login's rotation, and stray sessions.
+-- rotate or heal (per login), the link login's rotation, stray sessions,
+-- and the directory's reconciliation.
 CREATE OR REPLACE FUNCTION datatable_roles.sweep_start(p_unused_for interval)
 RETURNS jsonb
 LANGUAGE sql STABLE
@@ -326,7 +327,8 @@ AS $$
         'cutoff', datatable_roles.sweep_cutoff(p_unused_for),
         'phase', 'take_away', 'i', 0,
         'victims', v.victims, 'examined', jsonb_array_length(v.victims),
-        'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0)
+        'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0,
+        'forgotten', '[]'::jsonb)
     FROM (SELECT to_jsonb(ARRAY(SELECT datatable_roles.sweep_candidates(p_unused_for))) AS victims) AS v
 $$;
 
@@ -388,7 +390,11 @@ BEGIN
         RETURN st || jsonb_build_object('phase', 'stray');
     ELSIF phase = 'stray' THEN
         PERFORM datatable_roles.end_stray_sessions();
-        RETURN st || jsonb_build_object('phase', 'done');
+        RETURN st || jsonb_build_object('phase', 'directory');
+    ELSIF phase = 'directory' THEN
+        -- u/ keys of people who left the directory (docs/integration.md).
+        RETURN st || jsonb_build_object('phase', 'done',
+            'forgotten', public.reconcile_directory() -> 'forgotten');
     END IF;
     RETURN st;
 END;
@@ -401,7 +407,8 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
     SELECT jsonb_build_object('examined', p_state -> 'examined', 'dropped', p_state -> 'dropped',
         'skipped', p_state -> 'skipped', 'unfinished', p_state -> 'unfinished',
-        'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed')
+        'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed',
+        'forgotten_user_keys', p_state -> 'forgotten')
 $$;
 
 -- The link login gets a new password every rotate_every, and at once when
