@@ -180,7 +180,7 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     k record;
-    forgotten text [] := '{}';
+    forgotten text [] := '{}'::text [];
     bound integer := 0;
 BEGIN
     FOR k IN
@@ -482,6 +482,7 @@ BEGIN
         LEFT JOIN LATERAL jsonb_array_elements(
             CASE WHEN jsonb_typeof(g.value) = 'array' THEN g.value ELSE '[null]' END
         ) AS m (value) ON true
+        WHERE NOT (jsonb_typeof(g.value) = 'array' AND m.value IS NULL)  -- an empty group
     )
     SELECT coalesce(jsonb_agg(jsonb_build_object('group_name', g.group_name, 'member', g.member,
         'reason', CASE
@@ -517,6 +518,7 @@ BEGIN
         LEFT JOIN LATERAL jsonb_each(
             CASE WHEN jsonb_typeof(f.value) = 'object' THEN f.value ELSE '{"": null}' END
         ) AS p ON true
+        WHERE NOT (jsonb_typeof(f.value) = 'object' AND p.key IS NULL)  -- an empty folder
     )
     SELECT coalesce(jsonb_agg(jsonb_build_object('folder', g.folder, 'principal', g.principal,
         'access', g.access, 'reason', CASE

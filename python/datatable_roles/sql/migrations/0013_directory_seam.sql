@@ -1,5 +1,5 @@
 -- depends: 0012_scoped_logins
--- functions: fe701c87f7b81e8b5552fa10cc634552e718eca4f1fe0447856cf9f3ce2a656c
+-- functions: c05327ce9fca52ed108ec26be81859a51a32bd7d53ab3fc04d3837f136ed9251
 -- The directory seam (docs/integration.md): the rules read users, groups,
 -- folders and workspaces only through the directory_* functions, which an
 -- adapter (sql/directory/windmill.sql) may replace; u/ tenant keys are bound
