@@ -255,7 +255,8 @@ def test_sweep_with_nothing_to_do(env, capsys):
     assert code == 0 and out.startswith("Sweep: 0 examined, 0 dropped") and err == ""
     code, data, _ = run_json(capsys, "--dsn", env.meta.owner_conninfo, "sweep", "--json")
     assert code == 0 and data == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": [],
-                                  "rotated": 0, "healed": 0}
+                                  "rotated": 0, "healed": 0,
+                                  "forgotten_user_keys": []}
 
 
 def test_sweep_many_stale_logins_shows_a_progress_bar(env, capsys):

@@ -159,7 +159,8 @@ def _heal(w: World, names: dict, step: str, conn: psycopg.Connection) -> None:
         assert w.table_rows(names["b_made"], t.dbname) == 2
     again = w.sweep(conn)
     assert again == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": [],
-                     "rotated": 0, "healed": 0}
+                     "rotated": 0, "healed": 0,
+                     "forgotten_user_keys": []}
     # made again on demand, then swept again, so the next run starts from no row
     _db, login, password, _roles = w.resolve("vic")
     assert authenticates(w, login, password)

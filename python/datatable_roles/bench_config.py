@@ -21,6 +21,9 @@ class Config:
     touch_resolves: int = 10_000  # resolves of one login in one day (ratio 7)
     viewer_groups: int = 50
     viewer_folders: int = 20
+    dir_users: int = 50_000   # platform-scale directory (ratios 11-12), in both databases
+    dir_groups: int = 1_000
+    dir_folders: int = 5_000
 
 
 FULL = Config(reps=5, pgbench_seconds=3, catalog_roles=10_000, users=100_000, groups=2_000,
@@ -28,7 +31,7 @@ FULL = Config(reps=5, pgbench_seconds=3, catalog_roles=10_000, users=100_000, gr
               sweep_cap_seconds=10.0)
 QUICK = Config(reps=3, pgbench_seconds=1, catalog_roles=1_000, users=10_000, groups=200,
                datatables=100, first_use_ops=10, connect_ops=6, sweep_logins=300,
-               sweep_cap_seconds=1.5)
+               sweep_cap_seconds=1.5, dir_users=5_000, dir_groups=500, dir_folders=500)
 
 
 def log(msg: str) -> None:

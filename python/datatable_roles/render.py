@@ -122,6 +122,9 @@ def render_status(report: dict[str, Any]) -> str:
         out.append(f"  passwords are rotated every {report['rotate_every']}; every login "
                    f"handed to jobs is in the login group {report.get('login_group')} "
                    "(for pg_hba.conf)")
+    if "directory" in report:
+        out.append(f"  users, groups and folders are read from the {report['directory']}"
+                   " directory (docs/integration.md)")
     if report["clock_offset"] != "00:00:00":
         out.append(f"  note: the package clock runs {report['clock_offset']} ahead (tests)")
     out.append("")
@@ -228,6 +231,9 @@ def render_sweep(report: dict[str, Any]) -> str:
            f"{len(report.get('unfinished') or [])} unfinished; "
            f"{report.get('rotated', 0)} passwords rotated, "
            f"{report.get('healed', 0)} logins changed outside the package healed"]
+    if report.get("forgotten_user_keys"):
+        out.append("u/ tenant keys of users who left the directory, forgotten: "
+                   + ", ".join(report["forgotten_user_keys"]))
     if report.get("unfinished"):
         out.append(format_table(["login", "reason (next sweep tries again)"],
                                 [[u.get("login"), u.get("reason")]

@@ -44,7 +44,7 @@ AS $$
         'instance_id', st.instance_id,
         'unused_after', st.unused_after::text,
         'touch_every', st.touch_every::text,
-        'rotate_every', st.rotate_every::text,
+        'rotate_every', st.rotate_every::text, 'directory', st.directory,
         'login_group', st.login_group,
         'link_login', datatable_roles.link_login(),
         'clock_offset', st.clock_offset::text,

@@ -1,5 +1,5 @@
 -- depends: 0012_scoped_logins
--- functions: c05327ce9fca52ed108ec26be81859a51a32bd7d53ab3fc04d3837f136ed9251
+-- functions: 0a8bbb15af53a816ef4e3b2b2bc2d932c781f8cee0aee340185e299f38ef7b89
 -- The directory seam (docs/integration.md): the rules read users, groups,
 -- folders and workspaces only through the directory_* functions, which an
 -- adapter (sql/directory/windmill.sql) may replace; u/ tenant keys are bound
