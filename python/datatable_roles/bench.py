@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from .bench_config import FULL, QUICK, Config, log
+from .bench_directory import measure_directory
 from .bench_measure import (Pgbench, Results, measure_connect, measure_first_use,
                             measure_resolve, measure_sweep, measure_touch)
 from .bench_report import render_table
@@ -65,6 +66,7 @@ def run(cluster: Cluster, cfg: Config, command: str, quick: bool) -> str:
         measure_heal_check(world, results)
         measure_rotation(world, results)
         measure_quarantine_sweep(world, results)
+        measure_directory(world, pgbench, results)
         results.notes.append(SHARED_CLUSTER_NOTE)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

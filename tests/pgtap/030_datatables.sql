@@ -391,7 +391,8 @@ FROM unnest(ARRAY[
     'user/alice',
     'u:alice',
     'u\alice',
-    'u//alice', 'u/.alice', 'u/al ice', 'u/alice/x', ' u/alice', 'u/alice ', 'g/a' || chr(8238) || 'b', 'f/a''b',
+    'u//alice', 'u/.alice', 'u/al ice', 'u/alice/x', ' u/alice', 'u/alice ',
+    'g/a' || chr(8238) || 'b', 'f/a''b',
     'u/alice;DROP ROLE dtr_owner', '**', ' *', '* ', '*/x', 'u/*', 'u/' || repeat('a', 256),
     'admin', '*none*', 'u/alice' || chr(10), '*' || chr(10)
 ]) AS k;
