@@ -980,6 +980,11 @@ def _run_every_entry_point(w: World, s: psycopg.Connection, scratch, uid: str) -
     call("drop_datatable_role", [r1])
     call("remove_group_member", [ws, "grp", "cid"])
     call("remove_workspace_user", [ws, "cid"])
+    call("forget_workspace_user", [ws, "cid"])
+    call("reconcile_directory", [])
+    call("sync_workspace_directory", [ws + "_sync", Jsonb({
+        "users": [{"username": "sam", "email": "sam@x.io"}], "groups": {"grp": ["sam"]},
+        "folders": {"fo": {"g/grp": "read"}}})])
     advance("31 days")
     report = sweep()  # the retired logins
     assert report["unfinished"] == [], report
