@@ -478,7 +478,8 @@ def test_sweep_report_shape(world, scratch):
         sweeper.close()
     assert sweep.error is None, sweep.error
     report = sweep.result
-    assert set(report) == {"examined", "dropped", "skipped", "unfinished", "rotated", "healed"}
+    assert set(report) == {"examined", "dropped", "skipped", "unfinished", "rotated", "healed",
+                           "forgotten_user_keys"}
     assert all(isinstance(report[k], int)
                for k in ("examined", "dropped", "skipped", "rotated", "healed"))
     assert (report["examined"], report["dropped"], report["skipped"]) == (3, 1, 1)
