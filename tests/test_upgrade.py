@@ -196,7 +196,9 @@ def test_a_landed_install_in_use_upgrades_to_head(cluster, release):
     w = release
     before = {v: w.resolve(v) for v in ("alice", "bob", "carol", "dave")}
     before["legacy"] = w.resolve("alice", "legacy")
-    assert before["alice"][1:4:2] == (w.role("emea"), [w.role("emea")])
+    assert before["alice"][3] == [w.role("emea")]
+    if w.commit in BEFORE_SCOPED_LOGINS:  # a role's result was the role's own login
+        assert before["alice"][1] == w.role("emea")
     assert before["carol"][3] == sorted([w.role("emea"), w.role("us")])
     assert before["carol"][1].startswith("wm_set_") and before["dave"][1].startswith("wm_set_")
     assert before["legacy"][1:4:2] == (w.admin, ["admin"])
