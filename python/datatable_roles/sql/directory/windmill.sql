@@ -181,15 +181,19 @@ CREATE OR REPLACE FUNCTION datatable_roles.directory_folders(
 RETURNS SETOF text
 LANGUAGE sql STABLE
 AS $$
+    -- Each principals array is a scalar subquery, computed once: the GIN
+    -- recheck of ?| and a sequential scan would otherwise build it per row.
     SELECT f.name::text FROM public.folder AS f
-    CROSS JOIN (
-        SELECT ('u/' || p_username) || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g)
-            AS principals
-    ) AS p
     WHERE f.workspace_id = p_workspace
-        AND (f.owners && p.principals::varchar [] OR f.extra_perms ?| p.principals)
+        AND (f.owners && (SELECT (('u/' || p_username)
+                || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))::varchar [])
+            OR f.extra_perms ?| (SELECT ('u/' || p_username)
+                || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g)))
 $$;
 
+-- The folder by its key, then its principals (owners and extra_perms keys)
+-- tested inside: a lateral expansion of the principals would be estimated
+-- at a hundred rows and tip the plan to a sequential scan of folder.
 CREATE OR REPLACE FUNCTION datatable_roles.directory_reaches_folder(
     p_workspace text, p_username text, p_email text, p_folder text
 )
@@ -198,17 +202,20 @@ LANGUAGE sql STABLE ROWS 1
 AS $$
     SELECT true WHERE EXISTS (
         SELECT FROM public.folder AS f
-        CROSS JOIN LATERAL (
-            SELECT o::text FROM unnest(f.owners) AS o
-            UNION ALL
-            SELECT k FROM jsonb_object_keys(
-                CASE WHEN jsonb_typeof(f.extra_perms) = 'object' THEN f.extra_perms ELSE '{}' END
-            ) AS k
-        ) AS p (principal)
         WHERE f.workspace_id = p_workspace AND f.name = p_folder
-            AND (p.principal = 'u/' || p_username
-                OR starts_with(p.principal, 'g/') AND EXISTS (
-                    SELECT FROM datatable_roles.directory_in_group(
-                        p_workspace, p_username, p_email, substr(p.principal, 3))))
+            AND EXISTS (
+                SELECT FROM (
+                    SELECT o::text FROM unnest(f.owners) AS o
+                    UNION ALL
+                    SELECT k FROM jsonb_object_keys(
+                        CASE WHEN jsonb_typeof(f.extra_perms) = 'object'
+                            THEN f.extra_perms ELSE '{}' END
+                    ) AS k
+                ) AS p (principal)
+                WHERE p.principal = 'u/' || p_username
+                    OR starts_with(p.principal, 'g/') AND EXISTS (
+                        SELECT FROM datatable_roles.directory_in_group(
+                            p_workspace, p_username, p_email, substr(p.principal, 3)))
+            )
     )
 $$;

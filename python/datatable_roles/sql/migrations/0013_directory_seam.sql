@@ -1,5 +1,5 @@
 -- depends: 0012_scoped_logins
--- functions: 0a8bbb15af53a816ef4e3b2b2bc2d932c781f8cee0aee340185e299f38ef7b89
+-- functions: 2a820744fece2954a2217764e5190a4c82358d839547be6f2b27a9607739d747
 -- The directory seam (docs/integration.md): the rules read users, groups,
 -- folders and workspaces only through the directory_* functions, which an
 -- adapter (sql/directory/windmill.sql) may replace; u/ tenant keys are bound
