@@ -99,12 +99,10 @@ $$;
 
 -- A live workspace: not deleted.
 CREATE OR REPLACE FUNCTION datatable_roles.directory_workspace_exists(p_workspace text)
-RETURNS boolean
-LANGUAGE sql STABLE
+RETURNS SETOF boolean
+LANGUAGE sql STABLE ROWS 1
 AS $$
-    SELECT EXISTS (
-        SELECT FROM public.workspace AS w WHERE w.id = p_workspace AND NOT w.deleted
-    )
+    SELECT true FROM public.workspace AS w WHERE w.id = p_workspace AND NOT w.deleted
 $$;
 
 -- An enabled user of a live workspace.
@@ -181,14 +179,15 @@ CREATE OR REPLACE FUNCTION datatable_roles.directory_folders(
 RETURNS SETOF text
 LANGUAGE sql STABLE
 AS $$
-    -- Each principals array is a scalar subquery, computed once: the GIN
-    -- recheck of ?| and a sequential scan would otherwise build it per row.
-    SELECT f.name::text FROM public.folder AS f
-    WHERE f.workspace_id = p_workspace
-        AND (f.owners && (SELECT (('u/' || p_username)
-                || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))::varchar [])
-            OR f.extra_perms ?| (SELECT ('u/' || p_username)
-                || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g)))
+    -- One probe of each GIN index per principal: the planner prices && and
+    -- ?| over a whole array as cheap, and scanned 500 folders (2 ms) rather
+    -- than use the indexes (0.4 ms).
+    SELECT DISTINCT f.name::text
+    FROM unnest(('u/' || p_username) || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))
+        AS p (principal)
+    JOIN public.folder AS f
+        ON f.workspace_id = p_workspace
+            AND (f.owners @> ARRAY[p.principal::varchar] OR f.extra_perms ? p.principal)
 $$;
 
 -- The folder by its key, then its principals (owners and extra_perms keys)

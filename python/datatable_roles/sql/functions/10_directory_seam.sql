@@ -18,12 +18,12 @@
 --   then reused): u/ tenant keys are bound to it (15_directory.sql).
 -- - Lookups are by key: each comment names the index it needs.
 
--- A live workspace. Index: the workspace's primary key.
+-- A row when the workspace is live. Index: the workspace's primary key.
 CREATE OR REPLACE FUNCTION datatable_roles.directory_workspace_exists(p_workspace text)
-RETURNS boolean
-LANGUAGE sql STABLE
+RETURNS SETOF boolean
+LANGUAGE sql STABLE ROWS 1
 AS $$
-    SELECT EXISTS (SELECT FROM datatable_roles.workspace AS w WHERE w.name = p_workspace)
+    SELECT true FROM datatable_roles.workspace AS w WHERE w.name = p_workspace
 $$;
 
 -- The member with this username (zero or one row). Index: (workspace, username).

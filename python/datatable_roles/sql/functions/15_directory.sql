@@ -11,7 +11,7 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles.require(p_workspace, 'workspace');
-    IF NOT datatable_roles.directory_workspace_exists(p_workspace) THEN
+    IF NOT EXISTS (SELECT FROM datatable_roles.directory_workspace_exists(p_workspace)) THEN
         RAISE EXCEPTION 'workspace % does not exist', quote_literal(left(p_workspace, 80))
             USING ERRCODE = 'no_data_found',
                   HINT = 'Create it with add_workspace (or in the platform, with an adapter).';

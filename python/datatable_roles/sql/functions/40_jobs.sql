@@ -25,7 +25,8 @@ DECLARE
     ws text := record_job_start.workspace;
     identity_name text;
     identity record;
-    identity_keys text [];
+    identity_groups text [];
+    identity_folders text [];
     viewer text;
     parent datatable_roles.job_perms;
 BEGIN
@@ -92,15 +93,20 @@ BEGIN
     IF EXISTS (SELECT FROM datatable_roles.user_key_stale(ws, identity_name, identity.incarnation)) THEN
         PERFORM public.forget_workspace_user(ws, identity_name);
     END IF;
-    identity_keys := datatable_roles.member_keys(
-        ws, identity_name, identity.email, identity.incarnation);
+    -- The identity's groups and folders (member_keys' g/ and f/ keys), as
+    -- statements of this function so that their plans are kept.
+    identity_groups := ARRAY(
+        SELECT g FROM datatable_roles.directory_groups(ws, identity_name, identity.email) AS g
+        ORDER BY g);
+    identity_folders := ARRAY(
+        SELECT f FROM datatable_roles.directory_folders(ws, identity_name, identity_groups) AS f
+        ORDER BY f);
     INSERT INTO datatable_roles.job_perms (
         job_id, workspace, permissioned_as, email, is_admin, groups, folders,
         end_user_email, origin, token_job_id
     ) VALUES (
         record_job_start.job_id, ws, record_job_start.permissioned_as, identity.email, identity.is_admin,
-        ARRAY(SELECT substr(k, 3) FROM unnest(identity_keys) AS k WHERE k LIKE 'g/%' ORDER BY 1),
-        ARRAY(SELECT substr(k, 3) FROM unnest(identity_keys) AS k WHERE k LIKE 'f/%' ORDER BY 1),
+        identity_groups, identity_folders,
         viewer, record_job_start.origin, record_job_start.token_job_id
     );
     RETURN viewer;

@@ -1,5 +1,5 @@
 -- depends: 0012_scoped_logins
--- functions: 2a820744fece2954a2217764e5190a4c82358d839547be6f2b27a9607739d747
+-- functions: d6c444d0363c6255179c43b6a2059abb026349a5d7a5694f6e759353a013bf82
 -- The directory seam (docs/integration.md): the rules read users, groups,
 -- folders and workspaces only through the directory_* functions, which an
 -- adapter (sql/directory/windmill.sql) may replace; u/ tenant keys are bound
