@@ -284,7 +284,12 @@ BEGIN
                 result.refused_message := format(
                     'data table %s: role %s was named, and it is not in the data table''s role map',
                     label, quote_literal(left(p_role, 80)));
-                result.refused_hint := 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
+                result.refused_hint := coalesce(format('Did you mean %s? ', quote_literal(
+                        datatable_roles.nearest_name(p_role, ARRAY(
+                            SELECT r.name FROM datatable_roles.datatable_role AS m
+                            JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                            WHERE m.datatable_id = h.id) || 'admin'::text))), '')
+                    || 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
             ELSIF NOT candidate.enabled THEN
                 result.refused_message := format(
                     'data table %s: role %s was named, and it is disabled', label, candidate.name);
@@ -1079,6 +1084,50 @@ $_$;
 
 ALTER FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.nearest_name(p_name text, p_names text[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    a text := lower(left(p_name, 80));
+    b text;
+    candidate text;
+    best text;
+    best_distance integer := 3;
+    prev integer [];
+    cur integer [];
+    i integer;
+    j integer;
+BEGIN
+    FOREACH candidate IN ARRAY coalesce(p_names, '{}') LOOP
+        b := lower(left(candidate, 80));
+        IF a = b THEN
+            cur := array[0];
+        ELSIF starts_with(b, a) OR starts_with(a, b) THEN
+            cur := array[1];  -- a prefix counts as near
+        ELSE
+            prev := ARRAY(SELECT generate_series(0, length(b)));
+            FOR i IN 1..length(a) LOOP
+                cur := array[i];
+                FOR j IN 1..length(b) LOOP
+                    cur := cur || least(prev[j + 1] + 1, cur[j] + 1,
+                        prev[j] + CASE WHEN substr(a, i, 1) = substr(b, j, 1) THEN 0 ELSE 1 END);
+                END LOOP;
+                prev := cur;
+            END LOOP;
+            cur := array[prev[length(b) + 1]];
+        END IF;
+        IF cur[1] < best_distance THEN
+            best_distance := cur[1];
+            best := candidate;
+        END IF;
+    END LOOP;
+    RETURN best;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.nearest_name(p_name text, p_names text[]) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.new_password() RETURNS text
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1690,7 +1739,10 @@ BEGIN
     SELECT r.* INTO found_role FROM datatable_roles.catalog_role AS r WHERE r.name = p_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'data table role % does not exist', quote_literal(left(p_name, 80))
-            USING ERRCODE = 'no_data_found', HINT = 'Create it with create_datatable_role.';
+            USING ERRCODE = 'no_data_found', HINT = coalesce(format('Did you mean %s? ', quote_literal(
+                datatable_roles.nearest_name(p_name, ARRAY(
+                    SELECT r.name FROM datatable_roles.catalog_role AS r ORDER BY r.name)))), '')
+                || 'Create it with create_datatable_role.';
     END IF;
     RETURN found_role;
 END;
@@ -2617,6 +2669,15 @@ BEGIN
             viewer := NULL;
     END CASE;
 
+    IF viewer IS NOT NULL AND NOT EXISTS (
+        SELECT FROM datatable_roles.directory_member_by_email(ws, viewer)
+    ) THEN
+        -- Recorded as given (the viewer of a data table another workspace
+        -- governs is looked up there); explain would show it only later.
+        RAISE NOTICE 'the viewer % is not a member of workspace %: viewer roles of its data tables will not apply',
+            quote_literal(left(viewer, 80)), quote_literal(ws)
+            USING HINT = 'A viewer is found by email (any case); a disabled member, or an email two members share, names no one.';
+    END IF;
     IF EXISTS (SELECT FROM datatable_roles.job_perms AS p WHERE p.job_id = record_job_start.job_id) THEN
         RAISE EXCEPTION 'job % is already recorded; its viewer cannot change', record_job_start.job_id
             USING ERRCODE = 'unique_violation';
@@ -2685,6 +2746,8 @@ DECLARE
     ws text := register_datatable.workspace;
     db_owner oid;
     new_id bigint;
+    problem text;
+    public_connect boolean;
 BEGIN
     PERFORM datatable_roles.require_workspace(ws);
     PERFORM datatable_roles.check_name('datatable', register_datatable.name);
@@ -2717,17 +2780,31 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- The admin login is handed to jobs (R2): it must not be, or reach, the
-    -- package owner, nor hold cluster-wide powers, nor own the metadata database.
-    IF EXISTS (
-        SELECT FROM pg_roles AS pr
-        WHERE pr.rolname = register_datatable.admin_login
-            AND (pr.rolsuper OR pr.rolcreaterole OR pr.rolcreatedb OR pr.rolreplication OR pr.rolbypassrls
-                OR pg_has_role(pr.oid, current_user, 'MEMBER'))
-    ) OR register_datatable.dbname = current_database() THEN
-        RAISE EXCEPTION 'login % may not be the admin login of a data table',
-            quote_literal(register_datatable.admin_login)
+    -- package owner, nor hold cluster-wide powers, nor own the metadata
+    -- database. The refusal names what is wrong.
+    IF register_datatable.dbname = current_database() THEN
+        RAISE EXCEPTION 'database % is the metadata database: it cannot be a data table',
+            quote_literal(register_datatable.dbname)
             USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Use a plain login that owns only the data table''s database, not the metadata database.';
+                  HINT = 'Give the data table a database of its own.';
+    END IF;
+    SELECT array_to_string(ARRAY(
+        SELECT a FROM unnest(array[
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
+            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
+            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
+            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
+            CASE WHEN pg_has_role(pr.oid, current_user, 'MEMBER')
+                THEN format('member of the package owner %s', current_user) END
+        ]) AS a WHERE a IS NOT NULL), ', ')
+    INTO problem
+    FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login;
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login % may not be the admin login of a data table: it has %',
+            quote_literal(register_datatable.admin_login), problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
     END IF;
     IF NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE') THEN
         RAISE EXCEPTION 'the package owner % is not a member of admin login %',
@@ -2763,7 +2840,17 @@ BEGIN
     SET admin_password = n.admin_password, admin_verifier = n.admin_verifier
     FROM datatable_roles.datatable AS n
     WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
-    EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
+    -- Only the logins the package hands out, and the roles the operator
+    -- grants CONNECT to, may connect to a data table's database.
+    SELECT has_database_privilege('public', pd.oid, 'CONNECT') INTO public_connect
+    FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
+    IF public_connect THEN
+        EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
+        RAISE NOTICE 'REVOKE CONNECT ON DATABASE % FROM PUBLIC: roles that connected to it through PUBLIC can no longer connect',
+            quote_ident(register_datatable.dbname)
+            USING HINT = format('Grant CONNECT on %s to the roles that need it (its admin login owns it and keeps it).',
+                quote_ident(register_datatable.dbname));
+    END IF;
     RETURN new_id;
 END;
 $$;
@@ -3620,6 +3707,8 @@ REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username 
 REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.nearest_name(p_name text, p_names text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 

@@ -100,6 +100,52 @@ BEGIN
 END;
 $$;
 
+-- The name of p_names nearest to p_name (the same but for case, then a
+-- prefix, then an edit distance of at most 2, all case-insensitive), for
+-- "did you mean" hints on refusal paths only. NULL when none is near.
+CREATE OR REPLACE FUNCTION datatable_roles.nearest_name(p_name text, p_names text[])
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    a text := lower(left(p_name, 80));
+    b text;
+    candidate text;
+    best text;
+    best_distance integer := 3;
+    prev integer [];
+    cur integer [];
+    i integer;
+    j integer;
+BEGIN
+    FOREACH candidate IN ARRAY coalesce(p_names, '{}') LOOP
+        b := lower(left(candidate, 80));
+        IF a = b THEN
+            cur := array[0];
+        ELSIF starts_with(b, a) OR starts_with(a, b) THEN
+            cur := array[1];  -- a prefix counts as near
+        ELSE
+            prev := ARRAY(SELECT generate_series(0, length(b)));
+            FOR i IN 1..length(a) LOOP
+                cur := array[i];
+                FOR j IN 1..length(b) LOOP
+                    cur := cur || least(prev[j + 1] + 1, cur[j] + 1,
+                        prev[j] + CASE WHEN substr(a, i, 1) = substr(b, j, 1) THEN 0 ELSE 1 END);
+                END LOOP;
+                prev := cur;
+            END LOOP;
+            cur := array[prev[length(b) + 1]];
+        END IF;
+        IF cur[1] < best_distance THEN
+            best_distance := cur[1];
+            best := candidate;
+        END IF;
+    END LOOP;
+    RETURN best;
+END;
+$$;
+
 -- Tenant keys (SPEC section 3): u/<user>, g/<group>, f/<folder> or '*'.
 -- Anything else is rejected when written, never ignored.
 CREATE OR REPLACE FUNCTION datatable_roles.check_tenant_key(p_key text)

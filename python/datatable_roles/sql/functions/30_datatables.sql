@@ -64,6 +64,8 @@ DECLARE
     ws text := register_datatable.workspace;
     db_owner oid;
     new_id bigint;
+    problem text;
+    public_connect boolean;
 BEGIN
     PERFORM datatable_roles.require_workspace(ws);
     PERFORM datatable_roles.check_name('datatable', register_datatable.name);
@@ -96,17 +98,31 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- The admin login is handed to jobs (R2): it must not be, or reach, the
-    -- package owner, nor hold cluster-wide powers, nor own the metadata database.
-    IF EXISTS (
-        SELECT FROM pg_roles AS pr
-        WHERE pr.rolname = register_datatable.admin_login
-            AND (pr.rolsuper OR pr.rolcreaterole OR pr.rolcreatedb OR pr.rolreplication OR pr.rolbypassrls
-                OR pg_has_role(pr.oid, current_user, 'MEMBER'))
-    ) OR register_datatable.dbname = current_database() THEN
-        RAISE EXCEPTION 'login % may not be the admin login of a data table',
-            quote_literal(register_datatable.admin_login)
+    -- package owner, nor hold cluster-wide powers, nor own the metadata
+    -- database. The refusal names what is wrong.
+    IF register_datatable.dbname = current_database() THEN
+        RAISE EXCEPTION 'database % is the metadata database: it cannot be a data table',
+            quote_literal(register_datatable.dbname)
             USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Use a plain login that owns only the data table''s database, not the metadata database.';
+                  HINT = 'Give the data table a database of its own.';
+    END IF;
+    SELECT array_to_string(ARRAY(
+        SELECT a FROM unnest(array[
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
+            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
+            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
+            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
+            CASE WHEN pg_has_role(pr.oid, current_user, 'MEMBER')
+                THEN format('member of the package owner %s', current_user) END
+        ]) AS a WHERE a IS NOT NULL), ', ')
+    INTO problem
+    FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login;
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login % may not be the admin login of a data table: it has %',
+            quote_literal(register_datatable.admin_login), problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
     END IF;
     IF NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE') THEN
         RAISE EXCEPTION 'the package owner % is not a member of admin login %',
@@ -142,7 +158,17 @@ BEGIN
     SET admin_password = n.admin_password, admin_verifier = n.admin_verifier
     FROM datatable_roles.datatable AS n
     WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
-    EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
+    -- Only the logins the package hands out, and the roles the operator
+    -- grants CONNECT to, may connect to a data table's database.
+    SELECT has_database_privilege('public', pd.oid, 'CONNECT') INTO public_connect
+    FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
+    IF public_connect THEN
+        EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
+        RAISE NOTICE 'REVOKE CONNECT ON DATABASE % FROM PUBLIC: roles that connected to it through PUBLIC can no longer connect',
+            quote_ident(register_datatable.dbname)
+            USING HINT = format('Grant CONNECT on %s to the roles that need it (its admin login owns it and keeps it).',
+                quote_ident(register_datatable.dbname));
+    END IF;
     RETURN new_id;
 END;
 $$;

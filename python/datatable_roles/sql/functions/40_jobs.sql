@@ -83,6 +83,15 @@ BEGIN
             viewer := NULL;
     END CASE;
 
+    IF viewer IS NOT NULL AND NOT EXISTS (
+        SELECT FROM datatable_roles.directory_member_by_email(ws, viewer)
+    ) THEN
+        -- Recorded as given (the viewer of a data table another workspace
+        -- governs is looked up there); explain would show it only later.
+        RAISE NOTICE 'the viewer % is not a member of workspace %: viewer roles of its data tables will not apply',
+            quote_literal(left(viewer, 80)), quote_literal(ws)
+            USING HINT = 'A viewer is found by email (any case); a disabled member, or an email two members share, names no one.';
+    END IF;
     IF EXISTS (SELECT FROM datatable_roles.job_perms AS p WHERE p.job_id = record_job_start.job_id) THEN
         RAISE EXCEPTION 'job % is already recorded; its viewer cannot change', record_job_start.job_id
             USING ERRCODE = 'unique_violation';

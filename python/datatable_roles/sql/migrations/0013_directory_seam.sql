@@ -1,5 +1,5 @@
 -- depends: 0012_scoped_logins
--- functions: d6c444d0363c6255179c43b6a2059abb026349a5d7a5694f6e759353a013bf82
+-- functions: ab6abfde7480935ed1315d856d761d7e8ce76a3f998274ad2b6902538cc320e6
 -- The directory seam (docs/integration.md): the rules read users, groups,
 -- folders and workspaces only through the directory_* functions, which an
 -- adapter (sql/directory/windmill.sql) may replace; u/ tenant keys are bound
