@@ -1,4 +1,4 @@
-"""Hostile scripts (issue 11, SPEC section 15): each attack of the issue's findings 2 to 8,
+"""Hostile scripts (issue 11, docs/trust.md): each attack of the issue's findings 2 to 8,
 tried as a job's code would try it (logged in with the login and password a resolve handed
 out, real connections against the real cluster), and shown to do no harm now.
 

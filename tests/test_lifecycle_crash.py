@@ -1,4 +1,4 @@
-"""Crash safety of the set-login lifecycle (SPEC section 6).
+"""Crash safety of the set-login lifecycle (docs/lifecycle.md).
 
 For every fault point of creation, re-key, retirement, the sweep and drop_datatable_role, the
 step is run with the point armed and either killed there (fault_action 'wait', then

@@ -1,4 +1,4 @@
-"""Races of the set-login lifecycle (SPEC section 6), against real logins.
+"""Races of the set-login lifecycle (docs/lifecycle.md), against real logins.
 
 - a resolve racing a sweep of the same login gets a password that logs in right away, or a
   clear error; the one exception is the sweep's rotation, which gives a live login a new

@@ -1,4 +1,4 @@
-"""No generated password ever reaches the server log (SPEC section 5), even with
+"""No generated password ever reaches the server log (docs/trust.md), even with
 log_statement=all and on every error path: every path that creates, re-keys, heals or
 rotates a login or hands out a password runs, then the log written meanwhile is searched
 for each of them.

@@ -1,5 +1,5 @@
 """Property test: resolve_datatable_role (as the worker) against a small pure-Python model of
-SPEC section 4 (R1-R5, R8, R9, R11, and R10 which never changes an answer).
+docs/rules.md (R1-R5, R8, R9, R11, and R10 which never changes an answer).
 
 One metadata database and one pool of catalog roles per test run; every example gets a fresh
 workspace (directory, data table entry, role map, default, jobs) and remaps the pool. It runs
@@ -43,7 +43,7 @@ class Directory:
         return dict(self.users)[user]
 
     def keys(self, user: str) -> frozenset[str]:
-        """SPEC 3: *, u/<user>, g/<groups>, f/<folders owned/readable/writable directly or
+        """docs/rules.md: *, u/<user>, g/<groups>, f/<folders owned/readable/writable directly or
         through a group>."""
         groups = {g for g, members in self.groups if user in members}
         groups |= {"all"} if self.implicit_all else set()

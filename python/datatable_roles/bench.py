@@ -1,4 +1,4 @@
-"""`make bench`: the speed ratios of SPEC section 14, measured in one run on one cluster.
+"""`make bench`: the speed ratios of README.md, Benchmarks, measured in one run on one cluster.
 
     python -m datatable_roles.bench [--quick] [--attach]
 
@@ -79,7 +79,7 @@ def run(cluster: Cluster, cfg: Config, command: str, quick: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m datatable_roles.bench",
-                                     description="Speed ratios of SPEC section 14.")
+                                     description="Speed ratios of README.md, Benchmarks.")
     parser.add_argument("--quick", action="store_true", help="a smaller run (smoke test)")
     parser.add_argument("--attach", action="store_true",
                         help="use the cluster of an enclosing `devcluster run`")

@@ -146,7 +146,7 @@ BEGIN
 END;
 $$;
 
--- Tenant keys (SPEC section 3): u/<user>, g/<group>, f/<folder> or '*'.
+-- Tenant keys (docs/rules.md): u/<user>, g/<group>, f/<folder> or '*'.
 -- Anything else is rejected when written, never ignored.
 CREATE OR REPLACE FUNCTION datatable_roles.check_tenant_key(p_key text)
 RETURNS void

@@ -3,7 +3,7 @@
 -- has CONNECT nowhere: jobs log in as scoped logins that hold it
 -- (50_set_logins.sql).
 
--- SPEC section 8: non-empty, at most 63 bytes, ASCII letters, digits, '_'
+-- docs/sql-api.md: non-empty, at most 63 bytes, ASCII letters, digits, '_'
 -- and '-', and not (case-insensitively) admin, postgres, public or a name
 -- under pg_, wm_set_, windmill_ or custom_instance_; nor a word that means
 -- something else where SQL expects a role (GRANT ... TO current_user,

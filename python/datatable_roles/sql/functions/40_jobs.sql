@@ -1,4 +1,4 @@
--- Runs: who a job runs as and who watches it (SPEC section 7), and the result
+-- Runs: who a job runs as and who watches it (docs/rules.md), and the result
 -- cache key that belongs to one viewer.
 
 -- Records a job once. The viewer (end_user_email) comes from the origin:

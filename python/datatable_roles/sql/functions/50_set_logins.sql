@@ -1,4 +1,4 @@
--- Scoped logins (SPEC sections 5 and 6): the one login a job is handed for
+-- Scoped logins (docs/trust.md, docs/lifecycle.md): the one login a job is handed for
 -- a set of catalog roles on one data table database (one role, R6, or
 -- several, R7), when it may be handed out as it is, and making, taking back,
 -- healing and rotating it.
@@ -72,7 +72,7 @@ AS $$
 $$;
 
 -- A live login: its row has a password, and the login exists, may log in
--- with it and is intact (SPEC section 6: such a row names a login that
+-- with it and is intact (docs/lifecycle.md: such a row names a login that
 -- authenticates with it). One statement, so the row and the login are read
 -- as of one snapshot.
 CREATE OR REPLACE FUNCTION datatable_roles.live_set_login(p_login text)
@@ -225,8 +225,8 @@ BEGIN
 END;
 $$;
 
--- The login of exactly these roles on this database (SPEC sections 5 and
--- 6), for a resolve that found none usable as is: touched when live
+-- The login of exactly these roles on this database (docs/trust.md,
+-- docs/lifecycle.md), for a resolve that found none usable as is: touched when live
 -- (last_used_at moves at most once per touch_every), otherwise made, or
 -- taken back (healed) with a new password, under the login's lock, in the
 -- same transaction as its row.
@@ -286,7 +286,7 @@ BEGIN
 END;
 $$;
 
--- Rotation and healing (SPEC section 6), one login in its own transaction:
+-- Rotation and healing (docs/lifecycle.md), one login in its own transaction:
 -- under the login's lock, a live login whose password is older than
 -- rotate_every, or that someone else changed (not intact, or settings in
 -- another database), gets a new password and is made exact again

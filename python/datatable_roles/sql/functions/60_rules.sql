@@ -1,4 +1,4 @@
--- The resolution rules: all of SPEC section 4 (R1-R12), and which login a
+-- The resolution rules: all of docs/rules.md (R1-R12), and which login a
 -- result gets (R6/R7). decide() applies them, once, for both
 -- resolve_datatable_role (which hands the login out) and
 -- explain_datatable_role (which shows the steps).
@@ -8,7 +8,7 @@
 -- and the plan is kept with decide's). Each map entry's enabled flag is read
 -- by primary key, so that no plan scans the catalog.
 
--- may_use (SPEC section 3): the identity is an admin of the governing
+-- may_use (docs/rules.md): the identity is an admin of the governing
 -- workspace (every role, admin included), or the role's tenant list on the
 -- data table names one of its keys (member_keys). NULL tenants (a role not
 -- in the map) give NULL, which every caller takes as no.
@@ -376,7 +376,7 @@ BEGIN
 END;
 $$;
 
--- Which login a job's connection to a data table uses (SPEC section 4).
+-- Which login a job's connection to a data table uses (docs/rules.md).
 -- Returns one row: the database, the login, its password, the roles it
 -- holds (sorted names; {admin} for the admin login) and login_kind ('admin',
 -- 'role' or 'set'). A refusal raises 42501 with the data table, the rule

@@ -1,4 +1,4 @@
--- Set-login lifecycle (SPEC section 6): the link login's sessions in each
+-- Set-login lifecycle (docs/lifecycle.md): the link login's sessions in each
 -- data table database, moving what a login owns to the admin login, the
 -- 30-day sweep, stray sessions, and dropping catalog roles.
 
@@ -152,7 +152,7 @@ BEGIN
 END;
 $$;
 
--- The sweep's selection (SPEC section 6), the one definition that the sweep,
+-- The sweep's selection (docs/lifecycle.md), the one definition that the sweep,
 -- its recheck of each login under the login's lock, and status use: a login
 -- of this instance unused since p_cutoff; or a retired one (empty password)
 -- that no resolve will take back: one made before logins were scoped to a

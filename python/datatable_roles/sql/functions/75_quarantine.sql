@@ -1,4 +1,4 @@
--- Objects left behind (SPEC section 6, docs/trust.md): what a swept login or
+-- Objects left behind (docs/lifecycle.md, docs/trust.md): what a swept login or
 -- a dropped role owned in a data table's database passes to that database's
 -- admin login (REASSIGN OWNED), kept but inert first.
 

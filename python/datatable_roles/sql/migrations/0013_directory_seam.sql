@@ -1,5 +1,5 @@
 -- depends: 0012_scoped_logins
--- functions: ab6abfde7480935ed1315d856d761d7e8ce76a3f998274ad2b6902538cc320e6
+-- functions: 86cb76d094fbef261ca5d395676bf36afdd99ea5289a3797f33622c3c0f6e759
 -- The directory seam (docs/integration.md): the rules read users, groups,
 -- folders and workspaces only through the directory_* functions, which an
 -- adapter (sql/directory/windmill.sql) may replace; u/ tenant keys are bound
