@@ -101,8 +101,17 @@ class Release:
     def __init__(self, cluster, dbname: str, uid: str):
         self.cluster, self.db, self.uid = cluster, dbname, uid
         self.owner = psycopg.connect(cluster.owner_conninfo(dbname), autocommit=True)
-        self.worker = None  # connects once granted (CONNECT is the worker's only since 0012)
+        self._worker: psycopg.Connection | None = None
         self.jobs: dict[str, uuid.UUID] = {}
+
+    @property
+    def worker(self) -> psycopg.Connection:
+        """The worker's session, opened on first use: since 0012 the worker may connect only
+        once grant_worker ran."""
+        if self._worker is None:
+            self._worker = psycopg.connect(self.cluster.worker_conninfo(self.db),
+                                           autocommit=True)
+        return self._worker
 
     def role(self, name: str) -> str:
         return f"{self.uid}_{name}"
@@ -110,7 +119,6 @@ class Release:
     def build(self, orders_db) -> None:
         o = self.owner
         o.execute("SELECT datatable_roles.grant_worker(%s)", [self.cluster.worker])
-        self.worker = psycopg.connect(self.cluster.worker_conninfo(self.db), autocommit=True)
         o.execute("SELECT add_workspace('ws')")
         for user in ("pub", "alice", "bob", "carol", "dave"):
             o.execute("SELECT add_workspace_user('ws', %s, %s)", [user, f"{user}@x.io"])
@@ -152,8 +160,8 @@ class Release:
 
     def close(self) -> None:
         self.owner.close()
-        if self.worker is not None:
-            self.worker.close()
+        if self._worker is not None:
+            self._worker.close()
 
 
 def server_version(cluster) -> int:
