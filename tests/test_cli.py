@@ -1,12 +1,15 @@
 """The CLI in-process (cli.main([...]) with --dsn to the metadata database as the owner):
-every subcommand, --json output that parses, and the exit codes."""
+every subcommand, --json output that parses, and the exit codes. Errors that say what is
+missing (the superuser step, an install, a privilege) are in test_cli_errors.py."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -17,6 +20,8 @@ from psycopg import sql
 from datatable_roles import cli, policy_lint, progress
 from datatable_roles.scram import scram_sha256_verifier
 from support import ACME, DT, WS, sql_exec
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -55,6 +60,29 @@ def test_usage_and_help_exit_codes(capsys):
         assert code == 0 and "--json" in out
 
 
+COMMANDS = ("migrate", "status", "explain", "sweep", "lint-policies", "demo")
+
+
+def test_help_describes_each_command_and_every_exit_code(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    codes = out[out.index("exit codes:"):]
+    for line in ("0  success", "1  error", "2  usage", "3  the answer is no"):
+        assert line in codes
+    assert '--json: {"error": ...} on stdout' in codes
+    for command in COMMANDS:
+        code, out, _ = run(capsys, command, "--help")
+        usage, description = out.split("\n\n")[:2]
+        assert code == 0 and usage.startswith(f"usage: datatable-roles {command}")
+        assert not description.startswith("options:") and len(description) > 80, command
+        assert "exit codes:" in out
+    code, out, _ = run(capsys, "sweep", "--help")
+    assert "30 days" not in out.replace("'30 days'", "")  # only as an example of INTERVAL
+    assert "default: the instance's unused_after" in " ".join(out.split())
+    code, out, _ = run(capsys, "lint-policies", "--help")
+    assert "--database DBNAME_OR_CONNINFO" in out and "metadata database" in out
+
+
 def test_module_and_console_script_entry_points():
     proc = subprocess.run([sys.executable, "-m", "datatable_roles", "--help"],
                           capture_output=True, text=True, timeout=60)
@@ -64,11 +92,22 @@ def test_module_and_console_script_entry_points():
     proc = subprocess.run([sys.executable, "-m", "datatable_roles"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
-    script = Path(sys.executable).parent / "datatable-roles"  # pyproject's console script
-    if script.exists():
-        proc = subprocess.run([str(script), "--help"], capture_output=True, text=True,
-                              timeout=60)
-        assert proc.returncode == 0 and "lint-policies" in proc.stdout
+    pyproject = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"] == {"datatable-roles": "datatable_roles.cli:main"}
+    # docs/wrapper.md: the virtualenv of `make test` and `make demo` has the command
+    script = Path(sys.executable).parent / "datatable-roles"
+    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "lint-policies" in proc.stdout
+
+
+def test_every_environment_variable_the_package_reads_is_documented():
+    wrapper = (REPO / "docs" / "wrapper.md").read_text()
+    documented = set(re.findall(r"`((?:DTR_|PG)[A-Z_]+)`", wrapper))
+    read = set()
+    for source in (REPO / "python" / "datatable_roles").glob("*.py"):
+        read |= set(re.findall(r"""["']((?:DTR_|PG)[A-Z_]+)["']""", source.read_text()))
+    assert read and read <= documented, read - documented
+    assert "DTR_MIGRATIONS" not in read
 
 
 # ---- migrate -----------------------------------------------------------------------------
@@ -122,6 +161,11 @@ def test_status_shows_defaults_roles_tenants_and_set_logins(env, capsys):
     assert "default role: admin" in out
     assert "WARNING: the default role is admin" in out
     assert f"{env.emea}  yes      g/emea" in out
+    # an empty tenant list says what it means, and what tenants are
+    assert re.search(r"^    admin +yes +\(none: workspace admins only\)$", out, flags=re.M)
+    assert ("tenants: who may name the role in a connection (workspace admins may name any "
+            "role). Unless the default is admin, a connection also holds each enabled role, "
+            "admin aside, whose tenants name its viewer.") in " ".join(out.split())
 
     env.owner.set_datatable_default_role(WS, DT, None)
     res = env.worker.resolve(env.job("carol"), DT)  # a set login
@@ -151,6 +195,18 @@ def test_status_shows_defaults_roles_tenants_and_set_logins(env, capsys):
     assert data["rotate_every"] == "1 day" and data["login_group"].startswith("dtr_logins_")
     assert "password" not in json.dumps(data).lower().replace("password_", "")
     assert res.password not in json.dumps(data)
+
+
+def test_status_lists_logins_most_recently_used_first(env, capsys):
+    env.owner.set_datatable_default_role(WS, DT, None)
+    older = env.worker.resolve(env.job("carol"), DT)  # a set login
+    env.advance_clock("1 hour")
+    newer = env.worker.resolve(env.job("alice"), DT)  # a one-role login, used later
+    code, out, _ = run(capsys, "--dsn", env.meta.owner_conninfo, "status")
+    assert code == 0 and "most recently used first" in out
+    assert out.index(newer.login) < out.index(older.login)
+    line = next(x for x in out.splitlines() if older.login in x)
+    assert "1 h ago" in line
 
 
 def test_status_marks_stale_and_retired_logins(env, capsys):
@@ -212,11 +268,13 @@ def test_explain_human_and_json(env, capsys):
     assert code == 0 and "(one-role login, made on first resolve), roles " + env.emea in out
     assert f"connected with options='-c role={env.emea}'" in out
 
-    code, out, _ = run(capsys, "--dsn", dsn, "explain", str(env.job("dave")), DT)
-    assert code == 0 and "=> REFUSED by R5" in out and "hint:" in out
+    # a refusal is an answer (on stdout), with its own exit code
+    code, out, err = run(capsys, "--dsn", dsn, "explain", str(env.job("dave")), DT)
+    assert code == cli.EXIT_NO == 3 and err == ""
+    assert "=> REFUSED by R5" in out and "hint:" in out
     code, data, _ = run_json(capsys, "--dsn", dsn, "--json", "explain",
                              str(env.job("alice")), DT, "--role", env.us)
-    assert code == 0 and data["refused"]["rule"] == "R1"
+    assert code == 3 and data["refused"]["rule"] == "R1"
 
 
 def test_explain_as_the_worker(env, capsys):
@@ -231,13 +289,12 @@ def test_errors_exit_1_with_class_message_and_hint(env, capsys):
     assert code == 1 and out == ""
     assert err.startswith("error: UnknownObject (P0002): job ")
     assert "hint: Call record_job_start" in err
+    # with --json the error is printed once: as JSON on stdout, nothing on stderr
     code, data, err = run_json(capsys, "--dsn", dsn, "--json", "explain",
                                str(uuid.uuid4()), DT)
-    assert code == 1 and data["error"]["class"] == "UnknownObject"
+    assert code == 1 and data["error"]["class"] == "UnknownObject" and err == ""
     assert data["error"]["sqlstate"] == "P0002"
-    # the worker may not read the package's tables
-    code, _, err = run(capsys, "--dsn", env.meta.worker_conninfo, "status")
-    assert code == 1 and err.startswith("error: Refused (42501): permission denied")
+    assert "Call record_job_start" in data["error"]["hint"]
     # a login that cannot connect; the password is not echoed
     bad = psycopg.conninfo.make_conninfo(env.meta.owner_conninfo, password="wrong-pw-123")
     code, _, err = run(capsys, "--dsn", bad, "status")
@@ -301,51 +358,131 @@ def test_sweep_unused_for(env, capsys):
 # ---- lint-policies -----------------------------------------------------------------------
 
 
-def test_lint_policies(env, capsys):
-    admin_dsn = env.cluster.conninfo(env.admin_login, env.admin_password, env.dbname)
-    code, out, _ = run(capsys, "lint-policies", "--dsn", admin_dsn)
-    assert code == 0 and "No policy names a missing role (1 database(s) checked)" in out
-
-    ghost = f"{env.uid}_ghost"
+def policies(env, *statements: str) -> None:
+    """Run ``statements`` on the data table database as its admin login (formatted with the
+    world's role names: {emea}, {us})."""
     with env.cluster.connect_super(env.dbname) as conn:
         conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(env.admin_login)))
-        conn.execute(sql.SQL(
-            "CREATE POLICY ghostly ON orders FOR ALL"
-            " USING (pg_has_role(current_user, {}::text, 'member'))"
-            " WITH CHECK (pg_has_role({}, 'usage') OR pg_has_role(current_user, {}, 'member'))"
-        ).format(sql.Literal(ghost), sql.Literal(ghost + "_it's"), sql.Literal(env.emea)))
-    code, out, err = run(capsys, "lint-policies", "--dsn", admin_dsn)
-    assert code == 1
-    rows = [line.split() for line in out.splitlines() if "ghostly" in line]
-    assert [env.dbname, "public.orders", "ghostly", "USING", ghost] in rows
-    assert any(r[-1] == ghost + "_it's" for r in rows)
-    assert len(rows) == 2  # the existing role and the privilege argument are not findings
-    assert "2 policy clause(s) name a role that does not exist" in out
+        for statement in statements:
+            conn.execute(statement.format(emea=env.emea, us=env.us))
 
-    code, data, _ = run_json(capsys, "--json", "lint-policies", "--dsn", admin_dsn)
-    assert code == 1 and {f["missing_role"] for f in data["findings"]} == {
-        ghost, ghost + "_it's"}
-    # without its own --dsn: every registered data table, reached as the metadata login
-    code, data, _ = run_json(capsys, "--dsn", env.meta.owner_conninfo, "--json",
-                             "lint-policies")
-    assert code == 1 and data["databases"] == 1
-    assert {f["database"] for f in data["findings"]} == {env.dbname}
 
-    # renaming a role breaks the policy that names it as text
-    with env.cluster.connect_super(env.dbname) as conn:
-        conn.execute("DROP POLICY ghostly ON orders")
+def test_lint_policies_checks_the_data_tables_of_the_metadata_database(env, capsys):
+    """--dsn is the metadata database, as everywhere: every registered data table's
+    database is checked (issue 13: it used to check the database --dsn named, and found
+    nothing there)."""
+    meta = env.meta.owner_conninfo
+    ghost = f"{env.uid}_ghost"
+    policies(env, "DROP POLICY IF EXISTS emea ON orders", "DROP POLICY IF EXISTS us ON orders",
+             "CREATE POLICY emea_to ON orders FOR SELECT TO {emea} USING (region = 'emea')")
+    code, out, _ = run(capsys, "--dsn", meta, "lint-policies")
+    assert code == 0
+    assert out.strip() == f"No policy names a role as text (1 database(s) checked: {env.dbname})."
+
+    policies(env, f"CREATE POLICY ghostly ON orders FOR SELECT"
+                  f" USING (pg_has_role(current_user, '{ghost}', 'member'))")
+    for argv in (["lint-policies", "--dsn", meta],            # --dsn after the command
+                 ["--dsn", meta, "lint-policies"],
+                 ["--dsn", meta, "lint-policies", "--database", env.dbname],
+                 ["--dsn", meta, "lint-policies", "--database", env.cluster.conninfo(
+                     env.admin_login, env.admin_password, env.dbname)]):
+        code, out, _ = run(capsys, *argv)
+        assert code == cli.EXIT_NO == 3, argv
+        assert [env.dbname, "public.orders", "ghostly", "USING", ghost] in [
+            line.split() for line in out.splitlines()]
+    code, data, _ = run_json(capsys, "--dsn", meta, "--json", "lint-policies")
+    assert code == 3 and data["databases"] == [env.dbname]
+    assert [(f["policy"], f["role"]) for f in data["missing_roles"]] == [("ghostly", ghost)]
+
+
+def test_lint_policies_fails_on_a_database_that_is_not_a_data_table(env, new_meta_db, capsys):
+    meta = env.meta.owner_conninfo
+    # --dsn at a data table database (what --dsn meant here before): it has no package
+    admin_dsn = env.cluster.conninfo(env.admin_login, env.admin_password, env.dbname)
+    code, out, err = run(capsys, "--dsn", admin_dsn, "lint-policies")
+    assert code == 1 and out == ""
+    assert err.startswith(f"error: NotInstalled: database '{env.dbname}' has no "
+                          "datatable-roles install")
+    assert "Otherwise connect to the metadata database" in err
+    # --database at a database of no data table: the metadata database itself, postgres
+    for database in (env.meta.name, "postgres"):
+        code, out, err = run(capsys, "--dsn", meta, "lint-policies", "--database", database)
+        assert code == 1 and out == "" and "No policy" not in err
+        assert err.startswith(f"error: UnknownObject: database '{database}' is not the "
+                              "database of a data table registered in metadata database")
+        assert f"(registered: {env.dbname})" in err
+    # a metadata database with no data table: nothing to check is not a success
+    empty = new_meta_db()
+    code, out, err = run(capsys, "--dsn", empty.owner_conninfo, "lint-policies")
+    assert code == 1 and out == ""
+    assert f"no data table is registered in metadata database '{empty.name}'" in err
+    code, data, err = run_json(capsys, "--dsn", empty.owner_conninfo, "lint-policies",
+                               "--json")
+    assert code == 1 and err == "" and data["error"]["class"] == "UnknownObject"
+
+
+def test_lint_policies_warns_about_roles_named_as_text(env, capsys):
+    """A role named as text in USING or WITH CHECK is a rename hazard (a warning, exit 0);
+    a policy naming its role in TO is not; a text name of no role is an error (exit 3)."""
+    meta = env.meta.owner_conninfo
+    ghost = f"{env.uid}_ghost"
+    policies(env, "DROP POLICY IF EXISTS emea ON orders", "DROP POLICY IF EXISTS us ON orders",
+             "CREATE POLICY by_to ON orders FOR SELECT TO {emea}, {us} USING (true)",
+             "CREATE POLICY by_member ON orders FOR SELECT"
+             " USING (region = 'emea' AND pg_has_role(current_user, '{emea}', 'member'))",
+             "CREATE POLICY by_name ON orders FOR ALL USING (current_user = '{us}')"
+             " WITH CHECK (session_user IN ('{emea}', '{us}'))")
+    code, out, _ = run(capsys, "--dsn", meta, "lint-policies")
+    assert code == 0
+    assert "WARNING: policies naming a role as text: renaming the role breaks them" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(f"  {env.dbname}")]
+    assert [r[2:] for r in rows] == [
+        ["by_member", "USING", env.emea], ["by_name", "USING", env.us],
+        ["by_name", "WITH", "CHECK", env.emea], ["by_name", "WITH", "CHECK", env.us]]
+    assert "fix: name the role in TO, not in the expression: CREATE POLICY" in out
+    assert "0 policy clause(s) name a missing role, 4 an existing role as text" in out
+
+    policies(env, f"CREATE POLICY ghostly ON orders FOR SELECT"
+                  f" USING (pg_has_role(current_user, '{ghost}', 'member'))")
+    code, data, _ = run_json(capsys, "--dsn", meta, "--json", "lint-policies")
+    assert code == 3
+    assert [f["role"] for f in data["missing_roles"]] == [ghost]
+    assert {(f["policy"], f["clause"], f["role"]) for f in data["rename_hazards"]} == {
+        ("by_member", "USING", env.emea), ("by_name", "USING", env.us),
+        ("by_name", "WITH CHECK", env.emea), ("by_name", "WITH CHECK", env.us)}
+    code, out, _ = run(capsys, "--dsn", meta, "lint-policies")
+    missing, hazards = out.split("WARNING:")
+    assert "Policies naming a role that does not exist" in missing and ghost in missing
+    assert ghost not in hazards
+
+    # renaming a role breaks the policies that name it as text, not those naming it in TO
+    policies(env, "DROP POLICY ghostly ON orders")
     env.owner.rename_datatable_role(env.us, env.us + "_new")
-    code, data, _ = run_json(capsys, "--json", "lint-policies", "--dsn", admin_dsn)
-    assert code == 1 and [(f["policy"], f["missing_role"]) for f in data["findings"]] == [
-        ("us", env.us)]
+    code, data, _ = run_json(capsys, "--dsn", meta, "--json", "lint-policies")
+    assert code == 3
+    assert {(f["policy"], f["clause"], f["role"]) for f in data["missing_roles"]} == {
+        ("by_name", "USING", env.us), ("by_name", "WITH CHECK", env.us)}
+    assert "by_to" not in json.dumps(data)
 
 
-def test_role_literals_parser():
+def test_roles_named_as_text_parser():
+    text = policy_lint.roles_named_as_text
     expr = ("((region = 'a,b'::text) AND pg_has_role(CURRENT_USER, 'r1'::name, 'member'::text)"
             " OR pg_has_role(('r2'::text)::name, 'usage') OR pg_has_role(f(x, 'no'), 'm')"
             " OR PG_HAS_ROLE('o''brien', 'member'))")
-    assert policy_lint.role_literals(expr) == ["r1", "r2", "o'brien"]
-    assert policy_lint.role_literals(None) == []
+    assert text(expr) == ["r1", "r2", "o'brien"]
+    assert text(None) == [] and text("(x > 1)") == []
+    # comparisons with the session's role, as pg_policies prints them back
+    assert text("(CURRENT_USER = 'a'::name)") == ["a"]
+    assert text("(('b'::name = SESSION_USER) OR (CURRENT_ROLE <> 'a'::name))") == ["b", "a"]
+    assert text("(CURRENT_USER = ANY (ARRAY['a'::name, 'b'::name]))") == ["a", "b"]
+    assert text("(CURRENT_USER <> ALL ('{a,b}'::name[]))") == ["a", "b"]
+    assert text("((USER = 'a'::name) AND ((CURRENT_USER)::text = 'b'::text))") == ["a", "b"]
+    assert text("((CURRENT_USER)::character varying = 'c'::character varying)") == ["c"]
+    # not a role: a column compared with the session's role, quoted identifiers, subqueries
+    assert text("(owner = CURRENT_USER)") == []
+    assert text("((\"user\" = 'bob'::text) AND (\"CURRENT_USER\" = 'x'::text))") == []
+    assert text("pg_has_role(SESSION_USER, ( SELECT 'r'::name AS name), 'member'::text)") == []
 
 
 def test_progress_bar_in_a_log_writes_a_line_per_quarter():

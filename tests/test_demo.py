@@ -104,9 +104,22 @@ def test_demo_named_roles_set_role_explain_status_and_lint(demo_output):
     assert len(re.findall(r"^  wm_set_[0-9a-f]{40}  .*  dt_main  .*active$", s["8"],
                           flags=re.M)) == 6
 
-    assert 'ERROR: role "sales_us" does not exist' in s["9"]
-    assert row(s["9"], "public.orders")[1:] == ["us_sales", "USING", "sales_us"]
+    # 9. a policy naming its role in TO follows a rename; one naming it as text breaks
+    assert row(s["9"], "finance -> finance_team")[1:] == [
+        "carol", "finance_team, sales_emea", "1,3,4,5"]
+    assert row(s["9"], "sales_us -> sales_americas")[1:] == [
+        "bob", "sales_americas", 'ERROR: role "sales_us" does not exist']
+    assert row(s["9"], "(then)")[3] == 'ERROR: role "sales_us" does not exist'
+    assert "$ datatable-roles --dsn <dtr_demo_meta as dtr_owner> lint-policies" in s["9"]
+    assert row(s["9"], "dt_main")[1:] == ["public.orders", "us_sales", "USING", "sales_us"]
+    assert "1 policy clause(s) name a missing role, 0 an existing role as text" in s["9"]
     assert "the cluster is stopped and removed" in s["9"]
+
+
+def test_demo_says_what_its_time_covers(demo_output):
+    assert re.search(r"^Demo done in \d+\.\d s, from starting the cluster to removing it\n"
+                     r"\(not counting what `make demo` installs first\)", demo_output,
+                     flags=re.M)
 
 
 def test_demo_stops_and_removes_its_cluster(demo_output):
@@ -133,4 +146,8 @@ def test_demo_json():
     assert none["carol"]["kind"] == "set" and none["carol"]["login"].startswith("wm_set_")
     assert none["dave"]["refused"]["class"] == "Refused"
     assert none["dave"]["refused"]["sqlstate"] == "42501"
-    assert [f["missing_role"] for f in tables["lint"]] == ["sales_us"]
+    lint = data["sections"][8]["lint"]
+    assert lint["databases"] == ["dt_main"] and lint["rename_hazards"] == []
+    assert [(f["policy"], f["role"]) for f in lint["missing_roles"]] == [("us_sales", "sales_us")]
+    renamed = {r["renamed"]: r for r in tables["renames"]}
+    assert renamed["finance -> finance_team"]["orders"] == "1,3,4,5"

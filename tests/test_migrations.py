@@ -11,7 +11,6 @@ reach every install (docs/operating.md, "Changing the package").
 from __future__ import annotations
 
 import difflib
-import hashlib
 import re
 import secrets
 import subprocess
@@ -22,7 +21,7 @@ import pytest
 from psycopg import sql
 
 from datatable_roles.devcluster import dump_schema, schema_snapshot
-from datatable_roles.migrate import (DIRECTORY_DIR, FUNCTIONS_DIR, MIGRATIONS_DIR, SQL_DIR, migrate,
+from datatable_roles.migrate import (MIGRATIONS_DIR, SQL_DIR, functions_digest, migrate,
                                      yoyo_url)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,13 +29,6 @@ SNAPSHOT = SQL_DIR / "schema.sql"
 # Release 0.1.0: migrations 0001-0009 as they were installed (see tests/test_upgrade.py).
 RELEASE_0_1_0 = "845082076a3c246927a9b81430a4c5b0bd88f851"
 STAMP = re.compile(r"^-- functions: ([0-9a-f]{64})$", re.M)
-
-
-def functions_digest() -> str:
-    """What post-apply.py records: sha256 over the function files, in file-name order, then
-    the directory adapters."""
-    sources = sorted(FUNCTIONS_DIR.glob("*.sql")) + sorted(DIRECTORY_DIR.glob("*.sql"))
-    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
 
 
 def numbered_migrations() -> list[Path]:

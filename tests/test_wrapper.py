@@ -19,8 +19,8 @@ from psycopg import sql
 from datatable_roles import client as client_module
 from datatable_roles.client import Client, Resolution
 from datatable_roles.errors import (AdminPasswordChanged, AlreadyExists, DatatableRolesError,
-                                    InvalidInput, InvalidPassword, Refused, Retry, StillInUse,
-                                    UnknownObject, WrongState, map_error, redact)
+                                    InvalidInput, InvalidPassword, PermissionDenied, Refused, Retry,
+                                    StillInUse, UnknownObject, WrongState, map_error, redact)
 from datatable_roles.scram import scram_sha256_verifier
 from support import ACME, DT, WS, World, connect
 
@@ -163,8 +163,8 @@ ERROR_CASES = {
                    e.worker.resolve(e.job("dave"), DT))),
     "refused: a named role the identity may not use (R1)": (
         Refused, "42501", lambda e: e.worker.resolve(e.job("alice"), DT, e.emea)),
-    "refused: the worker may not create roles": (
-        Refused, "42501", lambda e: e.worker.create_datatable_role(e.uid + "_nope")),
+    "permission denied: the worker may not create roles": (
+        PermissionDenied, "42501", lambda e: e.worker.create_datatable_role(e.uid + "_nope")),
     "invalid: reserved role name": (
         InvalidInput, "22023", lambda e: e.owner.validate_role_name("wm_set_x")),
     "invalid: tenant key": (
@@ -226,9 +226,9 @@ def test_refusal_carries_rule_and_hint(env):
     with pytest.raises(Refused) as info:
         env.worker.resolve(env.job("alice"), DT, env.us)
     assert info.value.rule == "R1"
-    with pytest.raises(Refused) as info:
+    with pytest.raises(PermissionDenied) as info:  # a missing privilege: no rule
         env.worker.create_datatable_role(env.uid + "_nope")
-    assert info.value.rule is None  # a missing privilege, no rule
+    assert info.value.hint.startswith("Connect as the package owner")
 
 
 def test_after_a_retry_the_same_resolve_works(env):
@@ -252,7 +252,7 @@ def test_errors_never_carry_a_password():
         "verifier SCRAM-SHA-256$16:c2FsdA==$c3RvcmVk:c2VydmVy; "
         "url postgresql://u:pa55word@h/db; plain top-secret-value")
     err = map_error(raw, ["top-secret-value"])
-    assert isinstance(err, Refused)
+    assert isinstance(err, PermissionDenied)
     for secret in ("hunter2-secret", "c3RvcmVk", "pa55word", "top-secret-value"):
         assert secret not in str(err) and secret not in repr(err)
         assert secret not in str(err.to_dict())

@@ -1,12 +1,15 @@
 """Command line interface: ``datatable-roles`` (also ``python -m datatable_roles``).
 
-Commands: migrate, status, explain, sweep, lint-policies, demo. Global options: ``--dsn``
-(libpq conninfo or URL of the metadata database; empty: the PG* environment variables) and
-``--json`` (machine output; also accepted after the command). Exit codes: 0 ok, 1 error (or,
-for lint-policies, findings), 2 usage.
+Commands: migrate, status, explain, sweep, lint-policies, doctor, demo. Global options: ``--dsn``
+(libpq conninfo or URL of the metadata database, for every command; empty: the PG*
+environment variables) and ``--json`` (machine output; also accepted after the command).
+Exit codes (:data:`EXIT_CODES`): 0 ok, 1 error, 2 usage, 3 the answer is no (explain: a
+refusal; lint-policies: a policy names a role that does not exist). An error is printed once:
+on stderr, or with --json as ``{"error": ...}`` on stdout.
 
-status, sweep and lint-policies (without its own --dsn) call owner-only functions and so run
-as the package owner; explain also works as the worker role. Nothing prints a password.
+status, sweep and lint-policies call owner-only functions and so run as the package owner;
+explain also works as the worker role. Each command but migrate and demo first checks that the
+metadata database has the package (migrate.check_installed). Nothing prints a password.
 
 This module is the argument parser and one small function per command; the SQL calls are
 the client's (client.py), the text is render.py's, the sweep's bar progress.py's and the
@@ -17,7 +20,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,13 +33,22 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from . import __version__, render
 from .client import Client
 from .demo import run_demo
-from .errors import DatatableRolesError, map_error, redact
-from .migrate import DIRECTORIES, migrate
-from .policy_lint import lint_database
+from .doctor import run_doctor
+from .errors import DatatableRolesError, UnknownObject, map_error, redact
+from .migrate import DIRECTORIES, check_installed, migrate
+from .policy_lint import lint_databases
 from .progress import ProgressBar, watching_sweep
 
 # A sweep of more stale logins than this shows a progress bar on stderr.
 PROGRESS_THRESHOLD = 20
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO = 0, 1, 2, 3
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}  success
+  {EXIT_ERROR}  error: class, message and hint on stderr (with --json: {{"error": ...}} on stdout)
+  {EXIT_USAGE}  usage (bad arguments)
+  {EXIT_NO}  the answer is no: explain's decision is a refusal; lint-policies found a policy
+     naming a role that does not exist; doctor found a problem"""
 
 
 @dataclass
@@ -42,7 +57,15 @@ class Output:
 
     data: Any
     text: str
-    code: int = 0
+    code: int = EXIT_OK
+
+
+@contextmanager
+def metadata_client(dsn: str) -> Iterator[Client]:
+    """A client of the metadata database, once it is known to have the package."""
+    with Client(dsn) as client:
+        check_installed(client.conn)
+        yield client
 
 
 # ---- commands ---------------------------------------------------------------------------
@@ -56,19 +79,19 @@ def cmd_migrate(args: argparse.Namespace) -> Output:
 
 
 def cmd_status(args: argparse.Namespace) -> Output:
-    with Client(args.dsn) as client:
+    with metadata_client(args.dsn) as client:
         report = client.status_report()
     return Output(report, render.render_status(report))
 
 
 def cmd_explain(args: argparse.Namespace) -> Output:
-    with Client(args.dsn) as client:
+    with metadata_client(args.dsn) as client:
         data = client.explain(args.job_id, args.datatable, args.role)
-    return Output(data, render.render_explain(data))
+    return Output(data, render.render_explain(data), EXIT_NO if data.get("refused") else EXIT_OK)
 
 
 def cmd_sweep(args: argparse.Namespace) -> Output:
-    with Client(args.dsn) as client:
+    with metadata_client(args.dsn) as client:
         stale = client.sweep_candidates(args.unused_for)
         if len(stale) > PROGRESS_THRESHOLD and not args.no_progress:
             bar = ProgressBar(len(stale), sys.stderr)
@@ -80,25 +103,47 @@ def cmd_sweep(args: argparse.Namespace) -> Output:
 
 
 def cmd_lint_policies(args: argparse.Namespace) -> Output:
-    if args.datatable_dsn is not None:
-        targets = [args.datatable_dsn]
-    else:  # every registered data table database, reached as the metadata login
-        with Client(args.dsn) as client:
-            report = client.status_report()
-        dbs = sorted({d["dbname"] for d in report["datatables"] if d.get("dbname")})
-        base = conninfo_to_dict(args.dsn)
-        targets = [make_conninfo(**{**base, "dbname": db}) for db in dbs]
-    findings: list[dict[str, Any]] = []
-    for target in targets:
-        findings += lint_database(target)
-    return Output({"databases": len(targets), "findings": findings},
-                  render.render_lint(findings, len(targets)), 1 if findings else 0)
+    with metadata_client(args.dsn) as client:
+        metadata_db = client.conn.info.dbname
+        report = client.status_report()
+    registered = sorted({d["dbname"] for d in report["datatables"] if d.get("dbname")})
+    if args.database is None:  # every registered data table database, as the metadata login
+        if not registered:
+            raise UnknownObject(f"no data table is registered in metadata database "
+                                f"{metadata_db!r}: there is no policy to check")
+        targets = [make_conninfo(args.dsn, dbname=db) for db in registered]
+    else:
+        targets = [make_conninfo(args.dsn, **database_params(args.database))]
+    result = lint_databases(targets)
+    for db in result["databases"]:  # --database: a data table's, not any database
+        if db not in registered:
+            raise UnknownObject(
+                f"database {db!r} is not the database of a data table registered in "
+                f"metadata database {metadata_db!r}",
+                hint="--database names a registered data table's database (registered: "
+                     f"{', '.join(registered) or 'none'}); --dsn names the metadata database. "
+                     "Without --database, every registered one is checked.")
+    return Output(result, render.render_lint(result),
+                  EXIT_NO if result["missing_roles"] else EXIT_OK)
+
+
+def database_params(value: str) -> dict[str, Any]:
+    """--database: a database name, or a conninfo/URL whose parameters replace --dsn's."""
+    if "=" in value or value.startswith(("postgresql://", "postgres://")):
+        return conninfo_to_dict(value)
+    return {"dbname": value}
+
+
+def cmd_doctor(args: argparse.Namespace) -> Output:
+    # Not check_installed() first: what is missing is the doctor's to report.
+    report = run_doctor(args.dsn)
+    return Output(report.to_dict(), report.render(), EXIT_OK if report.ok else EXIT_NO)
 
 
 def cmd_demo(args: argparse.Namespace) -> Output:
     # Text mode streams the tour as it goes; --json prints the collected record at the end.
     data = run_demo(stream=None if args.json else sys.stdout)
-    return Output(data, "", 0 if data.get("ok") else 1)
+    return Output(data, "", EXIT_OK if data.get("ok") else EXIT_ERROR)
 
 
 # ---- parser and main --------------------------------------------------------------------
@@ -115,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="datatable-roles",
         description="Per-viewer PostgreSQL logins for data tables.",
-        epilog="Exit codes: 0 ok, 1 error (lint-policies: findings), 2 usage.")
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--dsn", default="",
                         help="metadata database: libpq conninfo or URL (default: PG* env)")
@@ -130,7 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("migrate", parents=[with_dsn], help="apply pending migrations")
+    def command(name: str, summary: str, description: str, parents=(with_dsn,)):
+        return sub.add_parser(name, parents=list(parents), help=summary,
+                              description=textwrap.fill(description, 88), epilog=EXIT_CODES,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    p = command("migrate", "apply pending migrations",
+                "Installs the package into the metadata database, or upgrades it: the pending "
+                "migrations, then every function. Run it as the package owner, after the "
+                "superuser step sql/bootstrap.sql; it checks both first and says what is "
+                "missing.")
     p.add_argument("conninfo", nargs="?", default=None,
                    help="metadata database (default: --dsn)")
     p.add_argument("--migrations", help="migrations directory (default: the package's)")
@@ -139,52 +193,75 @@ def build_parser() -> argparse.ArgumentParser:
                         " (builtin: the package's own tables; docs/integration.md)")
     p.set_defaults(func=cmd_migrate)
 
-    p = sub.add_parser("status", parents=[with_dsn],
-                       help="data tables (default role, roles, tenants) and the logins handed "
-                            "to jobs")
+    p = command("status", "data tables (default role, roles, tenants) and the logins handed "
+                          "to jobs",
+                "Per data table: its default role (with a warning while it is admin), its "
+                "roles and their tenants; the catalog roles; the logins handed to jobs, most "
+                "recently used first, with their state. As the package owner.")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("explain", parents=[with_dsn],
-                       help="why a job's connection resolves as it does (no side effects)")
+    p = command("explain", "why a job's connection resolves as it does (no side effects)",
+                "The decision for a job's connection to a data table, rule by rule, and the "
+                "login it gets, or the refusal (exit code 3). Nothing is created or "
+                "recorded. As the package owner or the worker role.")
     p.add_argument("job_id", type=_uuid, metavar="JOB_ID")
     p.add_argument("datatable", metavar="DATATABLE")
     p.add_argument("--role", help="the role the connection names")
     p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("sweep", parents=[with_dsn],
-                       help="drop this instance's logins unused for 30 days; rotate and heal "
-                            "passwords")
+    p = command("sweep", "drop this instance's unused logins; rotate and heal passwords",
+                "Drops the logins handed to jobs that no job used for the instance's "
+                "unused_after setting (or --unused-for), gives live logins new passwords "
+                "when rotate_every has passed, and heals logins changed outside the package. "
+                "As the package owner.")
     p.add_argument("--unused-for", metavar="INTERVAL",
-                   help="e.g. '30 days' (default: the instance's setting)")
+                   help="e.g. '30 days' (default: the instance's unused_after setting)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser(
-        "lint-policies", parents=[common],
-        help="policies whose pg_has_role(...) names a role that does not exist",
-        description="Lists row-level security policies whose USING or WITH CHECK expression "
-                    "gives pg_has_role(...) a role name (as a string literal) that no role of "
-                    "the cluster has; such policies make queries fail. Exits 1 on findings.")
-    p.add_argument("--dsn", dest="datatable_dsn", default=None, metavar="DATATABLE_DSN",
-                   help="a data table database (default: every registered one, reached "
-                        "with the global --dsn's parameters)")
+    p = command("lint-policies", "policies that name a role as text",
+                "Checks the row-level security policies of every registered data table's "
+                "database (reached with --dsn's parameters, as the metadata login), or of "
+                "the one --database names. A policy whose USING or WITH CHECK expression "
+                "names a role as text (pg_has_role(current_user, 'r', 'member'), "
+                "current_user = 'r') is listed: as an error when no role has that name "
+                "(exit code 3), as a rename hazard (a warning) when one has. The fix: CREATE "
+                "POLICY ... TO <role>. As the package owner.")
+    p.add_argument("--database", metavar="DBNAME_OR_CONNINFO",
+                   help="check this data table database only: a database name (reached with "
+                        "--dsn's parameters), or a conninfo/URL whose parameters replace "
+                        "--dsn's")
     p.set_defaults(func=cmd_lint_policies)
 
-    p = sub.add_parser("demo", parents=[common],
-                       help="a tour on a throwaway cluster: per-viewer rows under each default")
+    p = command("doctor", "check the install and say how to fix what is wrong",
+                "Checks the owner's privileges, the superuser bootstrap, migrations and the "
+                "functions digest, the worker's grants, each data table's database through "
+                "the package's link and its admin password, CONNECT grants, pg_hba.conf (when "
+                "readable) and policies naming missing roles. Prints one line per check and "
+                "each problem's fix; exit code 3 when a check failed. As the package owner.")
+    p.set_defaults(func=cmd_doctor)
+
+    p = command("demo", "a tour on a throwaway cluster: per-viewer rows under each default",
+                "Starts a throwaway PostgreSQL cluster, installs the package, builds a sample "
+                "workspace and shows, per viewer and per kind of default role, the login a "
+                "connection resolves to and the rows it sees; then removes the cluster. "
+                "Needs no --dsn.", parents=(common,))
     p.set_defaults(func=cmd_demo)
     return parser
 
 
 def print_error(err: DatatableRolesError, as_json: bool) -> None:
+    """The error, once: as JSON on stdout with --json, else class, message and hint on
+    stderr."""
+    if as_json:
+        print(render.to_json({"error": err.to_dict()}))
+        return
     state = f" ({err.sqlstate})" if err.sqlstate else ""
     print(f"error: {type(err).__name__}{state}: {err.message}", file=sys.stderr)
     if err.detail:
         print(f"  detail: {err.detail}", file=sys.stderr)
     if err.hint:
         print(f"  hint: {err.hint}", file=sys.stderr)
-    if as_json:
-        print(render.to_json({"error": err.to_dict()}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,23 +269,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version (0) or a usage error (2)
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+        return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_USAGE)
     if args.command is None:
         parser.print_help(sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         result = args.func(args)
     except DatatableRolesError as e:
         print_error(e, args.json)
-        return 1
+        return EXIT_ERROR
     except psycopg.Error as e:
         print_error(map_error(e), args.json)
-        return 1
+        return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # yoyo, files, ...: still a clean message, never a password
         print_error(DatatableRolesError(redact(f"{type(e).__name__}: {e}") or ""), args.json)
-        return 1
+        return EXIT_ERROR
     if args.json:
         print(render.to_json(result.data))
     elif result.text:

@@ -4,8 +4,10 @@ It starts its own PostgreSQL cluster (devcluster.Cluster), installs the package 
 metadata database (bootstrap + migrations), builds a small workspace and one data table whose
 ``orders`` are under row-level security, then shows, for each viewer of a publisher-mode app
 and each kind of default role (admin, a role, none), the login the connection resolves to and
-the orders it actually sees over a real login with the returned password. The cluster is
-stopped and removed at the end. Role names are cluster-wide; the demo owns its cluster.
+the orders it actually sees over a real login with the returned password. Last, two renames:
+a policy that names its role in ``TO`` follows, one that names it as text breaks, and
+lint-policies finds it. The cluster is stopped and removed at the end. Role names are
+cluster-wide; the demo owns its cluster.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from psycopg import sql
 from .client import Client, Resolution
 from .devcluster import Cluster
 from .errors import DatatableRolesError, Refused
-from .policy_lint import lint_database
-from .render import format_table, render_explain, render_status
+from .policy_lint import lint_databases
+from .render import format_table, render_explain, render_lint, render_status
 from .scram import scram_sha256_verifier
 
 META_DB = "dtr_demo_meta"
@@ -57,13 +59,28 @@ ORDERS = (
     (4, "emea", "invoiced", 990), (5, "us", "invoiced", 410), (6, "apac", "open", 55),
 )
 
-# policy name -> (catalog role, row condition); each is the seed's pattern:
+# policy name -> (catalog role, row condition, whether it names the role as text). A policy
+# names its role in TO (docs/policies.md):
+#   CREATE POLICY <name> ON orders FOR SELECT TO <role> USING (<condition>)
+# but us_sales names it as text, the form docs/policies.md warns about, to show in
+# section 9 why not:
 #   USING (<condition> AND pg_has_role(current_user, '<role>', 'member'))
 POLICIES = {
-    "emea_sales": ("sales_emea", "region = 'emea'"),
-    "us_sales": ("sales_us", "region = 'us'"),
-    "finance_invoiced": ("finance", "status = 'invoiced'"),
+    "emea_sales": ("sales_emea", "region = 'emea'", False),
+    "us_sales": ("sales_us", "region = 'us'", True),
+    "finance_invoiced": ("finance", "status = 'invoiced'", False),
 }
+
+
+def policy_sql(name: str) -> sql.Composed:
+    role, condition, as_text = POLICIES[name]
+    if as_text:
+        return sql.SQL("CREATE POLICY {} ON orders FOR SELECT USING ({} AND "
+                       "pg_has_role(current_user, {}, 'member'))").format(
+            sql.Identifier(name), sql.SQL(condition), sql.Literal(role))
+    return sql.SQL("CREATE POLICY {} ON orders FOR SELECT TO {} USING ({})").format(
+        sql.Identifier(name), sql.Identifier(role), sql.SQL(condition))
+
 
 TENANTS = {
     "sales_emea": ["g/emea"],
@@ -162,13 +179,10 @@ class Demo:
     def grant_and_police(self) -> None:
         with self.cluster.connect_super(DT_DB) as conn:
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(DT_ADMIN)))
-            for policy, (role, condition) in POLICIES.items():
+            for policy, (role, _condition, _as_text) in POLICIES.items():
                 conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(
                     sql.Identifier(role)))
-                conn.execute(sql.SQL(
-                    "CREATE POLICY {} ON orders FOR SELECT USING ({} AND "
-                    "pg_has_role(current_user, {}, 'member'))").format(
-                    sql.Identifier(policy), sql.SQL(condition), sql.Literal(role)))
+                conn.execute(policy_sql(policy))
 
     def setup(self) -> None:
         t = self.tour
@@ -200,12 +214,15 @@ class Demo:
         t.say("")
         t.say(f"Catalog roles and their tenants on data table {DT!r}:")
         t.table("roles", ["role", "tenants", "policy on orders: the rows it shows"],
-                [[role, tenants, next(f"{c}" for p, (r, c) in POLICIES.items() if r == role)]
+                [[role, tenants, next(c for r, c, _ in POLICIES.values() if r == role)]
                  for role, tenants in TENANTS.items()])
         t.say("")
         t.say(f"Data table {DT!r} is database {DT_DB}, owned by {DT_ADMIN}; orders is under")
-        t.say("row-level security, each policy written as in the seed:")
-        t.say("  USING (region = 'emea' AND pg_has_role(current_user, 'sales_emea', 'member'))")
+        t.say("row-level security. emea_sales and finance_invoiced name their role in TO:")
+        t.say("  CREATE POLICY emea_sales ON orders FOR SELECT TO sales_emea"
+              " USING (region = 'emea')")
+        t.say("us_sales names it as text, a rename hazard (section 9 shows why):")
+        t.say("  ... USING (region = 'us' AND pg_has_role(current_user, 'sales_us', 'member'))")
         t.table("orders", ["id", "region", "status", "amount"], [list(o) for o in ORDERS])
 
     # ---- the per-viewer tables -----------------------------------------------------------
@@ -369,28 +386,39 @@ class Demo:
         for line in render_status(data).splitlines():
             t.say(line)
 
-    def rename_breaks_policy(self) -> None:
+    def renames(self) -> None:
         assert self.owner is not None and self.worker is not None
         t = self.tour
         t.heading(
-            "9. A policy names its role as text",
-            "Renaming sales_us to sales_americas keeps its catalog id and the logins holding it,",
-            "but the policy us_sales still says 'sales_us': queries it applies to now fail.",
-            "`datatable-roles lint-policies` finds such policies.")
-        self.owner.rename_datatable_role("sales_us", "sales_americas")
-        job = self.start_job(VIEWERS[1])
-        res = self.worker.resolve(job, DT)
-        try:
-            outcome = self.seen(res)
-        except psycopg.Error as e:
-            outcome = "ERROR: " + (e.diag.message_primary or str(e).splitlines()[0])
-        t.say(f"bob now connects as {login_label(res)}: {outcome}")
+            "9. Renames: a policy's TO follows, text does not",
+            "rename_datatable_role keeps a role's catalog id and the logins holding it.",
+            "After finance becomes finance_team, carol sees what she saw: finance_invoiced names",
+            "its role in TO, which PostgreSQL keeps by oid. After sales_us becomes",
+            "sales_americas, us_sales still says 'sales_us' as text: it fails, and so does every",
+            "query on orders, carol's too. `datatable-roles lint-policies` finds such policies.")
+        rows, data = [], []
+        for old, new, viewer in (("finance", "finance_team", VIEWERS[2]),
+                                 ("sales_us", "sales_americas", VIEWERS[1]),
+                                 (None, None, VIEWERS[2])):
+            if old is not None:
+                self.owner.rename_datatable_role(old, new)
+            res = self.worker.resolve(self.start_job(viewer), DT)
+            try:
+                outcome = self.seen(res)
+            except psycopg.Error as e:
+                outcome = "ERROR: " + (e.diag.message_primary or str(e).splitlines()[0])
+            label = f"{old} -> {new}" if old else "(then)"
+            rows.append([label, viewer.name, list(res.roles), outcome])
+            data.append({"renamed": label, "viewer": viewer.name, "login": res.login,
+                         "roles": list(res.roles), "orders": outcome})
+        t.table("renames", ["renamed", "viewer", "roles held", "orders seen"], rows, data)
         t.say("")
-        t.say(f"$ datatable-roles lint-policies --dsn <{DT_DB} as {DT_ADMIN}>")
-        findings = lint_database(self.cluster.conninfo(DT_ADMIN, self.admin_password, DT_DB))
-        t.table("lint", ["table", "policy", "clause", "missing role"],
-                [[f["table"], f["policy"], f["clause"], f["missing_role"]] for f in findings],
-                findings)
+        t.say(f"$ datatable-roles --dsn <{META_DB} as {self.cluster.owner}> lint-policies")
+        dbnames = sorted({d["dbname"] for d in self.owner.status_report()["datatables"]})
+        result = lint_databases([self.cluster.owner_conninfo(db) for db in dbnames])
+        t.sections[-1]["lint"] = result
+        for line in render_lint(result).splitlines():
+            t.say(line)
 
     def close(self) -> None:
         for client in (self.worker, self.owner):
@@ -424,7 +452,7 @@ def run_demo(stream: TextIO | None = sys.stdout) -> dict[str, Any]:
         job = demo.set_role()
         demo.explain(job)
         demo.status()
-        demo.rename_breaks_policy()
+        demo.renames()
         record["ok"] = True
     except Exception as e:  # the tour reports what broke and still stops the cluster
         record["error"] = f"{type(e).__name__}: {e}"
@@ -436,7 +464,9 @@ def run_demo(stream: TextIO | None = sys.stdout) -> dict[str, Any]:
     record["sections"] = tour.sections
     record["seconds"] = round(time.monotonic() - tour.started, 1)
     tour._print()
-    tour._print(f"Done in {record['seconds']} s; the cluster is stopped and removed.")
+    tour._print(f"Demo done in {record['seconds']} s, from starting the cluster to removing it")
+    tour._print("(not counting what `make demo` installs first); the cluster is stopped and "
+                "removed.")
     return record
 
 

@@ -1,8 +1,11 @@
 """Exceptions of the Python wrapper, one class per documented SQLSTATE class.
 
-Every public SQL function raises with a documented SQLSTATE (SPEC section 9); ``map_error``
-turns the psycopg error into the matching class below. A refusal also names its rule in the
-error's CONSTRAINT field, which becomes ``Refused.rule``; a 55000 whose CONSTRAINT is
+Every public SQL function raises with a documented SQLSTATE (docs/sql-api.md, Errors); ``map_error``
+turns the psycopg error into the matching class below. A 42501 is one of two things: a
+refusal by a rule, which names its rule (``R1`` .. ``R12``) in the error's CONSTRAINT field
+and becomes :class:`Refused` (``Refused.rule``), or a missing privilege (no rule: a function
+the role may not call, a database it may not connect to), which becomes
+:class:`PermissionDenied`. A 55000 whose CONSTRAINT is
 ``admin_password`` (the admin login's password was changed outside the package) becomes
 :class:`AdminPasswordChanged`. A connection refused for a bad password (28P01, or libpq's
 "password authentication failed") becomes :class:`InvalidPassword`. Only the server's
@@ -21,6 +24,8 @@ import psycopg
 __all__ = [
     "DatatableRolesError",
     "Refused",
+    "PermissionDenied",
+    "NotInstalled",
     "InvalidInput",
     "UnknownObject",
     "AlreadyExists",
@@ -72,9 +77,8 @@ class DatatableRolesError(Exception):
 
 
 class Refused(DatatableRolesError):
-    """42501: resolution refused, or the caller lacks a privilege. ``rule`` is the rule that
-    refused (``R1``, ``R5``, ``R8``, ...: the server sets it as the error's CONSTRAINT
-    field), None for a missing privilege."""
+    """42501 with a rule: the resolution was refused. ``rule`` is the rule that refused
+    (``R1``, ``R5``, ``R8``, ...: the server sets it as the error's CONSTRAINT field)."""
 
     rule: str | None
 
@@ -84,6 +88,17 @@ class Refused(DatatableRolesError):
 
     def to_dict(self) -> dict[str, str | None]:
         return {**super().to_dict(), "rule": self.rule}
+
+
+class PermissionDenied(DatatableRolesError):
+    """42501 without a rule: the role lacks a privilege (an owner-only function called by the
+    worker role, a database it may not connect to, an owner without the grants it needs).
+    Without a hint from the server, the hint is :data:`OWNER_HINT`."""
+
+
+class NotInstalled(DatatableRolesError):
+    """The database has no package, or not the superuser step it needs (checked from the
+    catalogs before anything runs; no SQLSTATE): the hint names the command that fixes it."""
 
 
 class InvalidInput(DatatableRolesError):
@@ -138,7 +153,7 @@ class Retry(DatatableRolesError):
 
 
 SQLSTATE_CLASSES: dict[str, type[DatatableRolesError]] = {
-    "42501": Refused,
+    "42501": PermissionDenied,
     "22023": InvalidInput,
     "22004": InvalidInput,
     "P0002": UnknownObject,
@@ -178,15 +193,27 @@ def redact(text: str | None, secrets: Iterable[str] = ()) -> str | None:
 # 28P01, which libpq reports as a connection failure with no SQLSTATE).
 _BAD_PASSWORD = "password authentication failed"
 
+# libpq's text for a connection refused for a missing privilege (FATAL 42501: no CONNECT).
+_NO_PRIVILEGE = "permission denied"
+
+# A rule's name in the CONSTRAINT field of a refusal (42501).
+_RULE = re.compile(r"R[0-9]+")
+
+# The hint of a PermissionDenied the server gave none.
+OWNER_HINT = ("Connect as the package owner: the worker role may only record jobs, resolve and "
+              "explain (grant_worker).")
+
 # The admin login named by the message of a 55000 admin_password refusal.
 _ADMIN_LOGIN = re.compile(r"the password of its admin login (\S+) was changed")
 
 
 def error_class_for(sqlstate: str | None,
                     constraint: str | None = None) -> type[DatatableRolesError]:
-    """The class for a SQLSTATE (and the error's CONSTRAINT field, which tells
-    :class:`AdminPasswordChanged` from other 55000s); unknown ones (and None) get the base
-    class."""
+    """The class for a SQLSTATE (and the error's CONSTRAINT field, which tells a rule's
+    :class:`Refused` from other 42501s, and :class:`AdminPasswordChanged` from other
+    55000s); unknown ones (and None) get the base class."""
+    if sqlstate == "42501" and _RULE.fullmatch(constraint or ""):
+        return Refused
     if sqlstate == "55000" and constraint == "admin_password":
         return AdminPasswordChanged
     return SQLSTATE_CLASSES.get(sqlstate or "", DatatableRolesError)
@@ -214,14 +241,18 @@ def map_error(err: psycopg.Error, secrets: Iterable[str] = ()) -> DatatableRoles
     sqlstate = err.sqlstate
     if sqlstate is None and _BAD_PASSWORD in primary:
         sqlstate = "28P01"  # a connection refused by the server's password check
+    elif sqlstate is None and _NO_PRIVILEGE in primary:
+        sqlstate = "42501"  # a connection refused for a missing privilege (CONNECT)
     cls = error_class_for(sqlstate, constraint)
+    hint = redact(diag.message_hint if diag is not None else None, secrets)
     extra: dict[str, str | None] = {}
     if issubclass(cls, Refused):
         extra["rule"] = constraint
+    if issubclass(cls, PermissionDenied) and not hint:
+        hint = OWNER_HINT
     if issubclass(cls, AdminPasswordChanged):
         m = _ADMIN_LOGIN.search(primary)
         extra["login"] = m.group(1) if m else None
-    return cls(redact(primary, secrets) or "", sqlstate=sqlstate,
-               hint=redact(diag.message_hint if diag is not None else None, secrets),
+    return cls(redact(primary, secrets) or "", sqlstate=sqlstate, hint=hint,
                detail=redact(diag.message_detail if diag is not None else None, secrets),
                **extra)

@@ -10,6 +10,7 @@ state.
 from __future__ import annotations
 
 import json
+import textwrap
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -95,6 +96,13 @@ ADMIN_PASSWORD_UNKNOWN = (
     "it with set_datatable_admin_password(workspace, name, admin_password) so that a change "
     "is noticed.")
 
+# A role's tenants in status: the list, what an empty one means, and what the lists mean.
+NO_TENANTS = "(none: workspace admins only)"
+TENANTS_NOTE = ("tenants: who may name the role in a connection (workspace admins may name "
+                "any role). Unless the default is admin, a connection also holds each enabled "
+                "role, admin aside, whose tenants name its viewer. admin's tenants may also run "
+                "a migration that names no role.")
+
 # login_kind, in words (explain).
 LOGIN_KINDS = {"admin": "admin login", "role": "one-role login", "set": "set login"}
 
@@ -146,8 +154,10 @@ def render_status(report: dict[str, Any]) -> str:
         elif "admin_password_ok" in d and d["admin_password_ok"] is None:
             out.append(f"  {ADMIN_PASSWORD_UNKNOWN}")
         out.append(format_table(["role", "enabled", "tenants"],
-                                [[r["role"], r["enabled"], r["tenants"] or "(nobody)"]
+                                [[r["role"], r["enabled"], r["tenants"] or NO_TENANTS]
                                  for r in d["roles"]], indent="    "))
+        out.append(textwrap.fill(TENANTS_NOTE, 92, initial_indent="    ",
+                                 subsequent_indent="    "))
         out.append("")
     out.append("Catalog roles")
     out.append(format_table(["role", "id", "enabled", "login", "in maps", "created"],
@@ -156,7 +166,7 @@ def render_status(report: dict[str, Any]) -> str:
                               timestamp(r["created_at"])] for r in report["catalog_roles"]]))
     out.append("")
     out.append("Logins handed to jobs (one per set of roles and database some job connected "
-               "with; a one-role login acts as its role)")
+               "with; a one-role login acts as its role), most recently used first")
     out.append(format_table(["login", "roles", "database", "created", "last used", "state"],
                             [[s["login"], s["roles"], s.get("database"),
                               timestamp(s["created_at"]),
@@ -244,13 +254,36 @@ def render_sweep(report: dict[str, Any]) -> str:
 # ---- lint-policies ----------------------------------------------------------------------
 
 
-def render_lint(findings: list[dict[str, Any]], databases: int) -> str:
-    """The text of ``lint-policies`` from :func:`datatable_roles.policy_lint.lint_database`'s
-    findings over ``databases`` databases."""
-    if not findings:
-        return f"No policy names a missing role ({databases} database(s) checked)."
-    return (format_table(["database", "table", "policy", "clause", "missing role"],
-                         [[f["database"], f["table"], f["policy"], f["clause"],
-                           f["missing_role"]] for f in findings])
-            + f"\n{len(findings)} policy clause(s) name a role that does not exist: "
-              "queries they apply to fail (renamed or dropped role?).")
+def render_lint(result: dict[str, Any]) -> str:
+    """The text of ``lint-policies`` from :func:`datatable_roles.policy_lint.lint_databases`'
+    result: the policies naming a missing role, then those naming an existing role as text
+    (rename hazards, a warning), then the fix and a summary."""
+    headers = ["database", "table", "policy", "clause", "role"]
+    missing, hazards = result["missing_roles"], result["rename_hazards"]
+
+    def table(findings: list[dict[str, Any]]) -> str:
+        return format_table(headers, [[f["database"], f["table"], f["policy"], f["clause"],
+                                       f["role"]] for f in findings])
+
+    out = []
+    if missing:
+        out += ["Policies naming a role that does not exist (renamed or dropped?): they fail, "
+                "or never match", table(missing), ""]
+    if hazards:
+        out += ["WARNING: policies naming a role as text: renaming the role breaks them",
+                table(hazards), ""]
+    if missing or hazards:
+        out += LINT_FIX + [""]
+    checked = (f"{len(result['databases'])} database(s) checked: "
+               f"{', '.join(result['databases'])}")
+    if not missing and not hazards:
+        out.append(f"No policy names a role as text ({checked}).")
+    else:
+        out.append(f"{len(missing)} policy clause(s) name a missing role, {len(hazards)} an "
+                   f"existing role as text ({checked}).")
+    return "\n".join(out)
+
+
+LINT_FIX = ["fix: name the role in TO, not in the expression: CREATE POLICY <name> ON <table>",
+            "     ... TO <role> USING (<the rest>). PostgreSQL keeps a TO role by oid, so it",
+            "     follows renames (docs/policies.md)."]
