@@ -287,8 +287,8 @@ class Cluster:
         """As ``admin`` in ``dbname``: ``orders (id integer PRIMARY KEY, region text NOT NULL)``
         holding ``rows``, under row-level security, and for each region -> role of
         ``policies``: SELECT granted to the role and a policy named after the region showing
-        that region's orders to members of the role (``TO <role>``, the form docs/policies.md
-        recommends)."""
+        that region's orders to members of the role (named as text, as hand-written policies
+        do)."""
         with self.connect_super(dbname) as conn:
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(admin)))
             conn.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL)")
@@ -299,8 +299,9 @@ class Cluster:
                 conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(
                     sql.Identifier(role)))
                 conn.execute(sql.SQL(
-                    "CREATE POLICY {} ON orders FOR SELECT TO {} USING (region = {})").format(
-                    sql.Identifier(region), sql.Identifier(role), sql.Literal(region)))
+                    "CREATE POLICY {} ON orders FOR SELECT"
+                    " USING (region = {} AND pg_has_role(current_user, {}, 'member'))").format(
+                    sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
 
     # ---- lifecycle -------------------------------------------------------------------------
 
