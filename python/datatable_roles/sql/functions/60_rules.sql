@@ -232,12 +232,13 @@ BEGIN
                     || 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
             ELSIF NOT candidate.enabled THEN
                 result.refused_message := format(
-                    'data table %s: role %s was named, and it is disabled', label, candidate.name);
+                    'data table %s: role %s was named, and it is disabled', label,
+                    quote_literal(candidate.name));
                 result.refused_hint := 'Enable the role, or name another one.';
             ELSIF NOT datatable_roles.may_use(ident_admin, ident_keys, candidate.tenants) THEN
                 result.refused_message := format(
                     'data table %s: role %s was named, and the job identity %s is not a tenant of it',
-                    label, candidate.name, h.permissioned_as);
+                    label, quote_literal(candidate.name), h.permissioned_as);
                 result.refused_hint := 'Add the identity (or one of its groups or folders) to the role''s tenants, or name a role it may use.';
             ELSE
                 result.refused_case := NULL;
@@ -331,9 +332,9 @@ BEGIN
                 'data table %s: no role remains for this connection (%s; %s)', label,
                 CASE WHEN h.default_role = datatable_roles.no_default() THEN 'there is no default role'
                     WHEN NOT dflt.enabled
-                        THEN format('the default role %s is disabled', h.default_role)
+                        THEN format('the default role %s is disabled', quote_literal(h.default_role))
                     ELSE format('the job identity %s may not use the default role %s',
-                        h.permissioned_as, h.default_role) END,
+                        h.permissioned_as, quote_literal(h.default_role)) END,
                 CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
                     WHEN NOT coalesce(viewer_member, false) AND EXISTS (
                         SELECT FROM datatable_roles.directory_member_by_email(

@@ -1,5 +1,5 @@
 -- depends: 0012_scoped_logins
--- functions: 86cb76d094fbef261ca5d395676bf36afdd99ea5289a3797f33622c3c0f6e759
+-- functions: 4643dd4e9ea7a0ef659e35f1292299c1c4e76065e39baf3d615fad94e92b27ae
 -- The directory seam (docs/integration.md): the rules read users, groups,
 -- folders and workspaces only through the directory_* functions, which an
 -- adapter (sql/directory/windmill.sql) may replace; u/ tenant keys are bound
