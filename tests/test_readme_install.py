@@ -38,6 +38,7 @@ def test_the_readme_install_sequence_runs_on_a_fresh_cluster(cluster, scratch, u
     assert run.returncode == 0, run.stdout + run.stderr
     assert "REVOKE CONNECT ON DATABASE" in run.stderr  # register_datatable's NOTICE
     assert "acme" in run.stdout and names["DT_DB"] in run.stdout  # status lists the table
+    assert "(healthy)" in run.stdout, run.stdout  # doctor: nothing the sequence left out
 
     # What it installed works: the worker records a job and resolves the data table.
     worker = cluster.conninfo(names["WORKER"], env["WORKER_PASSWORD"], names["META"])
