@@ -35,7 +35,7 @@ import psycopg
 from psycopg import sql
 
 from .bench_config import log
-from .bench_measure import Pgbench, Results
+from .bench_measure import Pgbench, Results, interleaved_tps
 from .bench_report import Row
 from .bench_world import Instance, World, connect
 from .client import Client
@@ -275,19 +275,7 @@ def measure_directory(world: World, pgbench: Pgbench, results: Results) -> None:
         "w_record": (windmill, rjs),
         "w_insert": (windmill, scripts_12[windmill.name]),
     }
-    names = list(scripts)
-    tps: dict[str, list[float]] = {k: [] for k in names}
-    for rep in range(cfg.reps):
-        order = names[rep % len(names):] + names[:rep % len(names)]
-        for k in order:
-            inst, script = scripts[k]
-            try:
-                tps[k].append(pgbench(inst, script, seconds=cfg.pgbench_seconds))
-            except RuntimeError as e:  # once, a pgbench run ended with no summary: retry it
-                log(f"{k}: {str(e).strip()[:200]}; retrying once")
-                tps[k].append(pgbench(inst, script, seconds=cfg.pgbench_seconds))
-        log(f"directory pgbench repetition {rep + 1}/{cfg.reps}: "
-            + ", ".join(f"{k} {tps[k][-1]:.0f}" for k in names))
+    tps = interleaved_tps(pgbench, scripts, cfg, "directory pgbench")
 
     def ratio(a: str, b: str) -> list[float]:  # time of b / time of a
         return [x / y for x, y in zip(tps[a], tps[b])]

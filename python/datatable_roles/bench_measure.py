@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from .bench_config import log
+from .bench_config import Config, log
 from .bench_report import Row
 from .bench_world import Instance, World, connect
 from .client import Client
@@ -71,6 +71,26 @@ def resolve_script(job: str, datatable: str) -> str:
 # ---- 1-3: resolve TPS ---------------------------------------------------------------------
 
 
+def interleaved_tps(pgbench: "Pgbench", scripts: dict, cfg: Config, label: str) -> dict[str, list[float]]:
+    """TPS of each script (name -> (instance, SQL)), cfg.reps times, the order rotated each
+    repetition so that no script always runs first. A pgbench run that ends with no summary
+    (seen once) is retried once."""
+    names = list(scripts)
+    tps: dict[str, list[float]] = {k: [] for k in names}
+    for rep in range(cfg.reps):
+        order = names[rep % len(names):] + names[:rep % len(names)]
+        for k in order:
+            inst, script = scripts[k]
+            try:
+                tps[k].append(pgbench(inst, script, seconds=cfg.pgbench_seconds))
+            except RuntimeError as e:
+                log(f"{k}: {str(e).strip()[:200]}; retrying once")
+                tps[k].append(pgbench(inst, script, seconds=cfg.pgbench_seconds))
+        log(f"{label} repetition {rep + 1}/{cfg.reps}: "
+            + ", ".join(f"{k} {tps[k][-1]:.0f}" for k in names))
+    return tps
+
+
 def measure_resolve(world: World, pgbench: Pgbench, results: Results) -> None:
     """Ratios 1-3: resolve TPS against SELECT 1 TPS (small instance), and large-instance
     resolve TPS against small-instance resolve TPS."""
@@ -84,15 +104,7 @@ def measure_resolve(world: World, pgbench: Pgbench, results: Results) -> None:
         "l_r10": (large, resolve_script(large.jobs["vera"], "dt_r10")),
         "l_view": (large, resolve_script(large.jobs["vera"], "dt_view")),
     }
-    names = list(scripts)
-    tps: dict[str, list[float]] = {k: [] for k in names}
-    for rep in range(cfg.reps):
-        order = names[rep % len(names):] + names[:rep % len(names)]
-        for k in order:
-            inst, script = scripts[k]
-            tps[k].append(pgbench(inst, script, seconds=cfg.pgbench_seconds))
-        log(f"pgbench repetition {rep + 1}/{cfg.reps}: "
-            + ", ".join(f"{k} {tps[k][-1]:.0f}" for k in names))
+    tps = interleaved_tps(pgbench, scripts, cfg, "pgbench")
 
     def ratio(a: str, b: str) -> list[float]:
         return [x / y for x, y in zip(tps[a], tps[b])]
