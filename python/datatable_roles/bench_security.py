@@ -27,7 +27,8 @@ def measure_heal_check(world: World, results: Results) -> None:
     reading the login's row alone; HEAL_CALLS prepared calls each, one owner connection."""
     inst = world.small
     login = world.resolve_login(inst, "vera")
-    check = ("SELECT datatable_roles.login_intact(s.login, s.verifier, s.dbname)"
+    check = ("SELECT EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier,"
+             " s.dbname))"
              " FROM datatable_roles.datatable_role_set AS s WHERE s.login = %s")
     bare = "SELECT s.verifier FROM datatable_roles.datatable_role_set AS s WHERE s.login = %s"
     ratios, per_a, per_b = [], [], []

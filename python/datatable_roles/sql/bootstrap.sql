@@ -39,12 +39,18 @@ GRANT USAGE ON SCHEMA datatable_roles_guard TO :"owner";
 
 CREATE OR REPLACE FUNCTION datatable_roles_guard.verifier_is(p_role text, p_verifier text)
 RETURNS boolean
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- PL/pgSQL keeps the plan of its statement for the session: a SQL function
+-- is planned on every call, and this one runs on every resolve.
 AS $$
-    SELECT a.rolpassword = p_verifier
-    FROM pg_catalog.pg_authid AS a
-    WHERE a.rolname = p_role AND NOT a.rolsuper
+BEGIN
+    RETURN (
+        SELECT a.rolpassword = p_verifier
+        FROM pg_catalog.pg_authid AS a
+        WHERE a.rolname = p_role AND NOT a.rolsuper
+    );
+END;
 $$;
 
 REVOKE ALL ON FUNCTION datatable_roles_guard.verifier_is(text, text) FROM PUBLIC;

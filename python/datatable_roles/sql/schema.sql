@@ -838,7 +838,7 @@ CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(passw
     FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login
         AND s.password <> ''
-        AND datatable_roles.login_intact(s.login, s.verifier, s.dbname)
+        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
 $$;
 
 ALTER FUNCTION datatable_roles.live_set_login(p_login text) OWNER TO dtr_owner;
@@ -883,23 +883,23 @@ $$;
 
 ALTER FUNCTION datatable_roles.login_group() OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) RETURNS boolean
-    LANGUAGE sql STABLE
+CREATE FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE ROWS 1
     AS $$
-    SELECT EXISTS (
-        SELECT FROM pg_catalog.pg_roles AS pr
-        WHERE pr.rolname = p_login AND pr.rolcanlogin AND pr.rolinherit
-            AND NOT (pr.rolsuper OR pr.rolcreatedb OR pr.rolcreaterole OR pr.rolreplication
-                OR pr.rolbypassrls)
-            AND pr.rolconnlimit = -1 AND pr.rolconfig IS NULL
-            AND coalesce(pr.rolvaliduntil, 'infinity') = 'infinity'
-            AND NOT EXISTS (
-                SELECT FROM pg_catalog.pg_db_role_setting AS rs
-                WHERE rs.setrole = pr.oid AND rs.setdatabase = (
-                    SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
-                )
+    SELECT true
+    FROM pg_catalog.pg_roles AS pr
+    WHERE pr.rolname = p_login AND pr.rolcanlogin AND pr.rolinherit
+        AND NOT (pr.rolsuper OR pr.rolcreatedb OR pr.rolcreaterole OR pr.rolreplication
+            OR pr.rolbypassrls)
+        AND pr.rolconnlimit = -1 AND pr.rolconfig IS NULL
+        AND coalesce(pr.rolvaliduntil, 'infinity') = 'infinity'
+        AND NOT EXISTS (
+            SELECT FROM pg_catalog.pg_db_role_setting AS rs
+            WHERE rs.setrole = pr.oid AND rs.setdatabase = (
+                SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
             )
-    ) AND datatable_roles.verifier_is(p_login, p_verifier)
+        )
+        AND datatable_roles.verifier_is(p_login, p_verifier)
 $$;
 
 ALTER FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) OWNER TO dtr_owner;
@@ -1912,7 +1912,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    IF NOT datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname)
+    IF NOT EXISTS (
+        SELECT FROM datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname))
         OR datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname) THEN
         outcome := 'healed';
     ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
@@ -2077,7 +2078,8 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 'database', s.dbname,
                 'rotated_at', s.rotated_at,
                 'intact', s.password <> ''
-                    AND datatable_roles.login_intact(s.login, s.verifier, s.dbname),
+                    AND EXISTS (
+                        SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname)),
                 'stale', datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname,
                     s.role_ids, datatable_roles.sweep_cutoff(null)))
                 ORDER BY s.last_used_at DESC, s.login)
@@ -2207,7 +2209,8 @@ BEGIN
             WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
                 s.rotated_at < (SELECT datatable_roles.clock_now())
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
-                OR NOT datatable_roles.login_intact(s.login, s.verifier, s.dbname)
+                OR NOT EXISTS (
+                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
                 OR datatable_roles.login_settings_elsewhere(s.login, s.dbname))
             ORDER BY s.login)));
     ELSIF phase = 'take_away' THEN
@@ -2288,7 +2291,7 @@ CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigin
     WHERE s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n)
         AND s.password <> ''
         AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
-        AND datatable_roles.login_intact(s.login, s.verifier, s.dbname)
+        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
 $$;
 
 ALTER FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;

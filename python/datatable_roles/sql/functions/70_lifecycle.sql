@@ -361,7 +361,8 @@ BEGIN
             WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
                 s.rotated_at < (SELECT datatable_roles.clock_now())
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
-                OR NOT datatable_roles.login_intact(s.login, s.verifier, s.dbname)
+                OR NOT EXISTS (
+                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
                 OR datatable_roles.login_settings_elsewhere(s.login, s.dbname))
             ORDER BY s.login)));
     ELSIF phase = 'take_away' THEN

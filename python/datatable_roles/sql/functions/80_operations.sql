@@ -96,7 +96,8 @@ AS $$
                 'database', s.dbname,
                 'rotated_at', s.rotated_at,
                 'intact', s.password <> ''
-                    AND datatable_roles.login_intact(s.login, s.verifier, s.dbname),
+                    AND EXISTS (
+                        SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname)),
                 'stale', datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname,
                     s.role_ids, datatable_roles.sweep_cutoff(null)))
                 ORDER BY s.last_used_at DESC, s.login)
