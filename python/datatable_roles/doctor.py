@@ -66,7 +66,7 @@ from yoyo import read_migrations
 from .errors import map_error, redact
 from .migrate import BOOTSTRAP_SQL, MIGRATIONS_DIR, functions_digest
 
-from .policy_lint import roles_named_as_text
+from .policy_lint import policy_findings
 
 __all__ = ["Check", "DoctorReport", "run_doctor", "HbaRule", "hba_first_match"]
 
@@ -1040,22 +1040,6 @@ POLICIES_SQL = (
     "   FROM pg_catalog.pg_policies ORDER BY 1, 2, 3')"
     " AS t (schemaname text, tablename text, policyname text, cmd text, qual text,"
     "       with_check text)")
-
-
-def policy_findings(dbname: str, policies: Iterable[Sequence[Any]],
-                    existing: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """For rows (schema, table, policy, command, qual, with_check) of ``dbname``: the
-    clauses naming as text a role that does not exist (missing roles: the policy is broken
-    now) and those naming one that does (rename hazards), one finding per policy, clause and
-    role, in lint-policies' shape (datatable_roles.policy_lint)."""
-    missing, hazards = [], []
-    for schema, table, policy, cmd, qual, with_check in policies:
-        for clause, expr in (("USING", qual), ("WITH CHECK", with_check)):
-            for name in dict.fromkeys(roles_named_as_text(expr)):
-                (hazards if name in existing else missing).append(
-                    {"database": dbname, "table": f"{schema}.{table}", "policy": policy,
-                     "command": cmd, "clause": clause, "role": name, "expression": expr})
-    return missing, hazards
 
 
 def check_policies(ctx: _Context) -> list[Check]:

@@ -19,6 +19,7 @@ caller's.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -148,10 +149,26 @@ def roles_named_as_text(expression: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def policy_findings(dbname: str, policies: Iterable[Sequence[Any]], existing: set[str]
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """For rows (schema, table, policy, command, qual, with_check) of ``dbname``: one finding
+    per policy, clause (USING, WITH CHECK) and role named as text, split into those whose role
+    does not exist (missing: the policy is broken now) and those whose role does (rename
+    hazards)."""
+    missing: list[dict[str, Any]] = []
+    hazards: list[dict[str, Any]] = []
+    for schema, table, policy, cmd, qual, with_check in policies:
+        for clause, expr in (("USING", qual), ("WITH CHECK", with_check)):
+            for name in dict.fromkeys(roles_named_as_text(expr)):
+                (hazards if name in existing else missing).append(
+                    {"database": dbname, "table": f"{schema}.{table}", "policy": policy,
+                     "command": cmd, "clause": clause, "role": name, "expression": expr})
+    return missing, hazards
+
+
 def lint_database(conninfo: str) -> dict[str, Any]:
-    """One database's policies: ``{"database", "missing_roles", "rename_hazards"}``, each
-    list one finding per policy, clause (USING, WITH CHECK) and role named as text whose
-    role does not exist (missing) or does (a hazard)."""
+    """One database's policies: ``{"database", "missing_roles", "rename_hazards"}``
+    (:func:`policy_findings`)."""
     try:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             dbname = conn.info.dbname
@@ -161,15 +178,8 @@ def lint_database(conninfo: str) -> dict[str, Any]:
                 " FROM pg_policies ORDER BY schemaname, tablename, policyname").fetchall()
     except psycopg.Error as e:
         raise map_error(e) from None
-    result: dict[str, Any] = {"database": dbname, "missing_roles": [], "rename_hazards": []}
-    for schema, table, policy, cmd, qual, with_check in policies:
-        for clause, expr in (("USING", qual), ("WITH CHECK", with_check)):
-            for name in roles_named_as_text(expr):
-                kind = "rename_hazards" if name in existing else "missing_roles"
-                result[kind].append({"database": dbname, "table": f"{schema}.{table}",
-                                     "policy": policy, "command": cmd, "clause": clause,
-                                     "role": name, "expression": expr})
-    return result
+    missing, hazards = policy_findings(dbname, policies, existing)
+    return {"database": dbname, "missing_roles": missing, "rename_hazards": hazards}
 
 
 def lint_databases(conninfos: list[str]) -> dict[str, Any]:
