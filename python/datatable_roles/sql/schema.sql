@@ -702,51 +702,51 @@ $$;
 
 ALTER FUNCTION datatable_roles.fault_point(p_point text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.grant_directory_writer(p_writer text) RETURNS void
+CREATE FUNCTION datatable_roles.grant_calls(p_role text, p_kind text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM datatable_roles.require(p_writer, 'writer');
-    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_writer) THEN
-        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_writer, 80))
+    PERFORM datatable_roles.require(p_role, 'role');
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_role) THEN
+        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_role, 80))
             USING ERRCODE = 'no_data_found';
     END IF;
-    EXECUTE format('GRANT EXECUTE ON FUNCTION public.add_workspace(text),'
-        || ' public.add_workspace_user(text, text, text, boolean),'
-        || ' public.remove_workspace_user(text, text),'
-        || ' public.add_group_member(text, text, text),'
-        || ' public.remove_group_member(text, text, text),'
-        || ' public.set_folder_access(text, text, text, text),'
-        || ' public.sync_workspace_directory(text, jsonb),'
-        || ' public.forget_workspace_user(text, text),'
-        || ' public.reconcile_directory() TO %I', p_writer);
-    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_writer);
-    INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_writer, 'directory')
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', CASE p_kind
+        WHEN 'worker' THEN 'public.record_job_start(uuid, text, text, text, text, uuid),'
+            || ' public.resolve_datatable_role(uuid, text, text, boolean),'
+            || ' public.explain_datatable_role(uuid, text, text),'
+            || ' public.cached_result_path(uuid, text, jsonb)'
+        WHEN 'directory' THEN 'public.add_workspace(text),'
+            || ' public.add_workspace_user(text, text, text, boolean),'
+            || ' public.remove_workspace_user(text, text),'
+            || ' public.add_group_member(text, text, text),'
+            || ' public.remove_group_member(text, text, text),'
+            || ' public.set_folder_access(text, text, text, text),'
+            || ' public.sync_workspace_directory(text, jsonb),'
+            || ' public.forget_workspace_user(text, text),'
+            || ' public.reconcile_directory()'
+        END, p_role);
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_role);
+    INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_role, p_kind)
     ON CONFLICT DO NOTHING;
 END;
+$$;
+
+ALTER FUNCTION datatable_roles.grant_calls(p_role text, p_kind text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.grant_directory_writer(p_writer text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT datatable_roles.grant_calls(p_writer, 'directory')
 $$;
 
 ALTER FUNCTION datatable_roles.grant_directory_writer(p_writer text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.grant_worker(p_worker text) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    LANGUAGE sql
     AS $$
-BEGIN
-    PERFORM datatable_roles.require(p_worker, 'worker');
-    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_worker) THEN
-        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_worker, 80))
-            USING ERRCODE = 'no_data_found';
-    END IF;
-    EXECUTE format('GRANT EXECUTE ON FUNCTION public.record_job_start(uuid, text, text, text, text, uuid),'
-        || ' public.resolve_datatable_role(uuid, text, text, boolean),'
-        || ' public.explain_datatable_role(uuid, text, text),'
-        || ' public.cached_result_path(uuid, text, jsonb) TO %I', p_worker);
-    -- sql/bootstrap.sql took CONNECT on this database from PUBLIC.
-    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_worker);
-    INSERT INTO datatable_roles.worker_role (name) VALUES (p_worker) ON CONFLICT DO NOTHING;
-END;
+    SELECT datatable_roles.grant_calls(p_worker, 'worker')
 $$;
 
 ALTER FUNCTION datatable_roles.grant_worker(p_worker text) OWNER TO dtr_owner;
@@ -3671,6 +3671,8 @@ REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_id
 REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.fault_point(p_point text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.grant_calls(p_role text, p_kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.grant_directory_writer(p_writer text) FROM PUBLIC;
 

@@ -561,33 +561,3 @@ BEGIN
         'rejected', rejected);
 END;
 $$;
-
--- The platform's directory writer (the role its code changes users, groups
--- and folders as) may call the directory calls, the platform's delete hook
--- and the reconciliation, and nothing else. Like grant_worker, it is
--- remembered (worker_role, kind 'directory') so that upgrades grant again.
-CREATE OR REPLACE FUNCTION datatable_roles.grant_directory_writer(p_writer text)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-BEGIN
-    PERFORM datatable_roles.require(p_writer, 'writer');
-    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_writer) THEN
-        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_writer, 80))
-            USING ERRCODE = 'no_data_found';
-    END IF;
-    EXECUTE format('GRANT EXECUTE ON FUNCTION public.add_workspace(text),'
-        || ' public.add_workspace_user(text, text, text, boolean),'
-        || ' public.remove_workspace_user(text, text),'
-        || ' public.add_group_member(text, text, text),'
-        || ' public.remove_group_member(text, text, text),'
-        || ' public.set_folder_access(text, text, text, text),'
-        || ' public.sync_workspace_directory(text, jsonb),'
-        || ' public.forget_workspace_user(text, text),'
-        || ' public.reconcile_directory() TO %I', p_writer);
-    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_writer);
-    INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_writer, 'directory')
-    ON CONFLICT DO NOTHING;
-END;
-$$;

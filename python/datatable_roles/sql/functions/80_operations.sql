@@ -1,31 +1,62 @@
 -- Operating the package: the worker role's grants, and the status report
 -- behind `datatable-roles status`.
 
--- The worker role may run the run-time calls and nothing else. The package
--- owner grants them to the platform's worker role with
---     SELECT datatable_roles.grant_worker('<worker role>');
--- It never gets the tables, so it can read no password column directly. The
--- role is remembered (worker_role), so that every upgrade grants it again
--- what a function dropped and made anew has lost.
-CREATE OR REPLACE FUNCTION datatable_roles.grant_worker(p_worker text)
+-- A platform role may run one kind of the package's calls and nothing else:
+-- 'worker', the run-time calls (record_job_start, resolve, explain, the
+-- cache path); 'directory', the directory calls of mirror mode, the delete
+-- hook and the reconciliation. Plus CONNECT on this database (bootstrap
+-- took it from PUBLIC). It never gets the tables, so it can read no
+-- password column. The role is remembered (worker_role), so that every
+-- upgrade grants again what a function dropped and made anew has lost.
+CREATE OR REPLACE FUNCTION datatable_roles.grant_calls(p_role text, p_kind text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
-    PERFORM datatable_roles.require(p_worker, 'worker');
-    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_worker) THEN
-        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_worker, 80))
+    PERFORM datatable_roles.require(p_role, 'role');
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_role) THEN
+        RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_role, 80))
             USING ERRCODE = 'no_data_found';
     END IF;
-    EXECUTE format('GRANT EXECUTE ON FUNCTION public.record_job_start(uuid, text, text, text, text, uuid),'
-        || ' public.resolve_datatable_role(uuid, text, text, boolean),'
-        || ' public.explain_datatable_role(uuid, text, text),'
-        || ' public.cached_result_path(uuid, text, jsonb) TO %I', p_worker);
-    -- sql/bootstrap.sql took CONNECT on this database from PUBLIC.
-    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_worker);
-    INSERT INTO datatable_roles.worker_role (name) VALUES (p_worker) ON CONFLICT DO NOTHING;
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', CASE p_kind
+        WHEN 'worker' THEN 'public.record_job_start(uuid, text, text, text, text, uuid),'
+            || ' public.resolve_datatable_role(uuid, text, text, boolean),'
+            || ' public.explain_datatable_role(uuid, text, text),'
+            || ' public.cached_result_path(uuid, text, jsonb)'
+        WHEN 'directory' THEN 'public.add_workspace(text),'
+            || ' public.add_workspace_user(text, text, text, boolean),'
+            || ' public.remove_workspace_user(text, text),'
+            || ' public.add_group_member(text, text, text),'
+            || ' public.remove_group_member(text, text, text),'
+            || ' public.set_folder_access(text, text, text, text),'
+            || ' public.sync_workspace_directory(text, jsonb),'
+            || ' public.forget_workspace_user(text, text),'
+            || ' public.reconcile_directory()'
+        END, p_role);
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_role);
+    INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_role, p_kind)
+    ON CONFLICT DO NOTHING;
 END;
+$$;
+
+-- The package owner grants the run-time calls to the platform's worker role:
+--     SELECT datatable_roles.grant_worker('<worker role>');
+CREATE OR REPLACE FUNCTION datatable_roles.grant_worker(p_worker text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.grant_calls(p_worker, 'worker')
+$$;
+
+-- ... and the directory calls to the platform's directory writer (the role
+-- its code changes users, groups and folders as, in mirror mode):
+--     SELECT datatable_roles.grant_directory_writer('<writer role>');
+CREATE OR REPLACE FUNCTION datatable_roles.grant_directory_writer(p_writer text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.grant_calls(p_writer, 'directory')
 $$;
 
 -- Everything `datatable-roles status` shows, as jsonb, read as the owner. No

@@ -1,5 +1,5 @@
 -- depends: 0013_directory_seam
--- functions: 748bac6e8bf369359dd34706160433b743d733c86867f13f29ea00851ec86cca
+-- functions: eedd5200e066c7d2fccd2a87a51d217e8c454896bb32106e5708c6457edbd045
 -- Speed (docs/performance.md): functions of the hot paths planned with
 -- their callers instead of on every call.
 

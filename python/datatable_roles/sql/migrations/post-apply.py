@@ -36,8 +36,7 @@ def apply_adapter(conn):
 
 steps = [step(p.read_text(encoding="utf-8")) for p in SOURCES] + [
     step(apply_adapter),
-    step("DO $$ BEGIN PERFORM CASE w.kind WHEN 'worker' THEN datatable_roles.grant_worker(w.name)"
-         " ELSE datatable_roles.grant_directory_writer(w.name) END"
+    step("DO $$ BEGIN PERFORM datatable_roles.grant_calls(w.name, w.kind)"
          " FROM datatable_roles.worker_role AS w JOIN pg_roles AS pr ON pr.rolname = w.name"
          " ORDER BY w.name, w.kind; END $$"),
     step(f"UPDATE datatable_roles.settings SET functions_sha256 = '{DIGEST}'"),
