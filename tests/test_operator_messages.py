@@ -76,3 +76,13 @@ def test_a_mistyped_role_gets_a_did_you_mean(make_world):
     with pytest.raises(errors.NoDataFound) as e:
         w.call("SELECT set_datatable_role_enabled(%s, false)", [mistyped])
     assert e.value.diag.message_hint.startswith(f"Did you mean '{w.sales_emea}'?")
+
+
+def test_grant_calls_refuses_an_unknown_kind_and_grants_nothing(make_world, uid):
+    w = make_world(users={})
+    role = f"{uid}_platform"
+    w.su("postgres").execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
+    with pytest.raises(errors.InvalidParameterValue, match="invalid kind of calls"):
+        w.call("SELECT datatable_roles.grant_calls(%s, 'admin')", [role])
+    assert w.call("SELECT count(*) FROM datatable_roles.worker_role WHERE name = %s",
+                  [role]) == [(0,)]

@@ -708,6 +708,10 @@ CREATE FUNCTION datatable_roles.grant_calls(p_role text, p_kind text) RETURNS vo
     AS $$
 BEGIN
     PERFORM datatable_roles.require(p_role, 'role');
+    IF p_kind IS DISTINCT FROM 'worker' AND p_kind IS DISTINCT FROM 'directory' THEN
+        RAISE EXCEPTION 'invalid kind of calls %', quote_literal(left(p_kind, 80))
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use worker or directory.';
+    END IF;
     IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_role) THEN
         RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_role, 80))
             USING ERRCODE = 'no_data_found';

@@ -1,5 +1,5 @@
 -- depends: 0013_directory_seam
--- functions: eedd5200e066c7d2fccd2a87a51d217e8c454896bb32106e5708c6457edbd045
+-- functions: bd771af9b168abc281d6fdc9b85509371ca4cbcb03b5bf8009c4510dffcfd7e7
 -- Speed (docs/performance.md): functions of the hot paths planned with
 -- their callers instead of on every call.
 
