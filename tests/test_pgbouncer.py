@@ -238,6 +238,39 @@ def test_the_superuser_step_is_idempotent_and_keeps_one_grantee(world, bouncer, 
         install_auth(w.cluster, w.dbname, "postgres")
 
 
+def test_what_one_job_sets_does_not_reach_the_next_job_of_the_same_login(world, uid):
+    """server_reset_query_always = 1 (the documented setting): DISCARD ALL after every
+    transaction, so a SET on a pooled server connection is gone for the next client of the
+    same login, on the same backend (a pool of one). And the startup option of a one-role
+    login is refused by PgBouncer 1.18, not silently dropped."""
+    w = world
+    auth_user = uid + "_pgbouncer"
+    auth_password = create_auth_user(w.cluster, auth_user)
+    install_auth(w.cluster, w.dbname, auth_user)
+    carol, alice = w.resolve("carol"), w.resolve("alice")
+    with PgBouncer(w.cluster, [w.dbname], auth_user, auth_password,
+                   settings={"default_pool_size": 1}) as pgb:
+        ci = pgb.conninfo(carol.login, carol.password, w.dbname)
+        with connect(ci) as conn:
+            pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+            with conn.transaction():  # session state lasts one transaction through it
+                conn.execute("SET statement_timeout = '7s'")
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(w.emea)))
+                assert order_ids(conn) == [1, 4]
+            conn.execute("SET statement_timeout = '7s'")
+            assert conn.execute("SELECT current_user").fetchone() == (carol.login,)
+        with connect(ci) as conn:
+            assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] == pid
+            assert conn.execute("SHOW statement_timeout").fetchone() == ("0",)
+            assert conn.execute("SELECT current_user").fetchone() == (carol.login,)
+            assert order_ids(conn) == [1, 2, 4, 5]
+        with pytest.raises(psycopg.OperationalError, match="unsupported startup parameter"):
+            connect(pgb.conninfo(alice.login, alice.password, w.dbname,
+                                 options=f"-c role={w.emea}")).close()
+        with connect(pgb.conninfo(alice.login, alice.password, w.dbname)) as conn:
+            assert order_ids(conn) == [1, 4]  # as the login itself: the same rows
+
+
 def test_retired_rotated_and_swept_logins_no_longer_connect_through_pgbouncer(world, bouncer):
     w, b = world, bouncer
     carol, alice, bob = w.resolve("carol"), w.resolve("alice"), w.resolve("bob")

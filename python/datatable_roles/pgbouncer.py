@@ -92,8 +92,9 @@ def _quote_userlist(text: str) -> str:
 class PgBouncer:
     """One PgBouncer process serving ``databases`` of ``cluster`` (see the module doc).
 
-    ``settings`` are added to (or override) the [pgbouncer] section; the defaults are
-    pool_mode = transaction, auth_type = scram-sha-256, auth_user/auth_query as documented.
+    ``settings`` are added to (or override) the [pgbouncer] section; the defaults are those
+    of docs/operating.md, "PgBouncer": pool_mode = transaction, auth_type = scram-sha-256,
+    auth_user and auth_query, server_reset_query_always = 1.
     """
 
     def __init__(self, cluster: Cluster, databases: Iterable[str], auth_user: str,
@@ -159,6 +160,11 @@ class PgBouncer:
             "pidfile": self.base / "pgbouncer.pid",
             "max_client_conn": 200,
             "default_pool_size": 10,
+            # After every transaction, not only when a session pooling client leaves: what
+            # one job SETs on a pooled server connection must not reach the next job of the
+            # same login (docs/operating.md, "PgBouncer").
+            "server_reset_query": "DISCARD ALL",
+            "server_reset_query_always": 1,
             # psycopg sends none of these; other drivers send extra_float_digits.
             "ignore_startup_parameters": "extra_float_digits",
             **self.settings,
