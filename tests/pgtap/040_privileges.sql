@@ -307,8 +307,11 @@ SELECT ok(
     )
     AND has_function_privilege(
         'dtr_worker', 'public.cached_result_path(uuid, text, jsonb)', 'EXECUTE'
+    )
+    AND has_function_privilege(
+        'dtr_worker', 'public.usable_datatable_roles(text, text, text)', 'EXECUTE'
     ),
-    'the worker role has EXECUTE on the four resolution calls'
+    'the worker role has EXECUTE on the four resolution calls and usable_datatable_roles'
 );
 SELECT is(
     array(
@@ -318,7 +321,10 @@ SELECT is(
             AND has_function_privilege('dtr_worker', p.oid, 'EXECUTE')
         ORDER BY 1
     ),
-    '{cached_result_path,explain_datatable_role,record_job_start,resolve_datatable_role}',
+    ARRAY[
+        'cached_result_path', 'explain_datatable_role', 'record_job_start',
+        'resolve_datatable_role', 'usable_datatable_roles'
+    ],
     'and on no other function of the package'
 );
 SELECT is(

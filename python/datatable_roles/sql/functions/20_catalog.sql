@@ -65,9 +65,36 @@ BEGIN
 END;
 $$;
 
+-- A preview (preview_datatable_role_change, 92_role_preview.sql) runs the
+-- real change in a subtransaction it always rolls back. Everything the change
+-- does is undone with it but ending sessions, which is not transactional: so
+-- while previewing, end_sessions_of (the one place that ends sessions) only
+-- notes the sessions it would end, and retirement notes the logins it
+-- retires. The switch is transaction-local and holds this transaction's id,
+-- so a setting left anywhere else never matches.
+CREATE OR REPLACE FUNCTION datatable_roles.previewing()
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(current_setting('datatable_roles.preview', true), '') <> ''
+        AND current_setting('datatable_roles.preview', true)
+        = pg_current_xact_id_if_assigned()::text
+$$;
+
+-- Appends a note to the preview's list (a transaction-local setting that the
+-- preview reads before it rolls back).
+CREATE OR REPLACE FUNCTION datatable_roles.preview_note(p_note jsonb)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT set_config('datatable_roles.preview_notes',
+        (coalesce(nullif(current_setting('datatable_roles.preview_notes', true), ''), '[]')::jsonb
+            || jsonb_build_array(p_note))::text, true)
+$$;
+
 -- Ends every session of a login (NOLOGIN and DROP ROLE disconnect nobody).
 -- A loop, not one query: the terminate call must only ever see the pids
--- already chosen.
+-- already chosen. While previewing, the sessions are only noted.
 CREATE OR REPLACE FUNCTION datatable_roles.end_sessions_of(p_login text)
 RETURNS integer
 LANGUAGE plpgsql
@@ -75,6 +102,8 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     login_oid oid := (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login);
+    preview boolean := datatable_roles.previewing();
+    would_end integer [] := '{}'::integer [];
     session_pid integer;
     n integer := 0;
 BEGIN
@@ -82,10 +111,17 @@ BEGIN
         SELECT a.pid FROM pg_stat_activity AS a
         WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
     LOOP
-        IF pg_terminate_backend(session_pid) THEN
+        IF preview THEN
+            would_end := would_end || session_pid;
+            n := n + 1;
+        ELSIF pg_terminate_backend(session_pid) THEN
             n := n + 1;
         END IF;
     END LOOP;
+    IF preview THEN
+        PERFORM datatable_roles.preview_note(jsonb_build_object(
+            'sessions_of', p_login, 'pids', to_jsonb(would_end)));
+    END IF;
     RETURN n;
 END;
 $$;
@@ -222,6 +258,10 @@ BEGIN
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
             EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
             was_live := true;
+        END IF;
+        IF datatable_roles.previewing() THEN
+            PERFORM datatable_roles.preview_note(jsonb_build_object(
+                'retires', retired, 'live', was_live));
         END IF;
         PERFORM datatable_roles.end_sessions_of(retired);
         -- Until this transaction commits the login can still log in; whoever

@@ -3,8 +3,11 @@
 
 -- A platform role may run one kind of the package's calls and nothing else:
 -- 'worker', the run-time calls (record_job_start, resolve, explain, the
--- cache path); 'directory', the directory calls of mirror mode, the delete
--- hook and the reconciliation. Plus CONNECT on this database (bootstrap
+-- cache path) and the roles a member may use (usable_datatable_roles: less
+-- than a worker learns by recording a job as that member and explaining
+-- it); 'directory', the directory calls of mirror mode, the delete hook and
+-- the reconciliation; 'acl', the grants editor (90_acl.sql). Plus CONNECT
+-- on this database (bootstrap
 -- took it from PUBLIC). It never gets the tables, so it can read no
 -- password column. The role is remembered (worker_role), so that every
 -- upgrade grants again what a function dropped and made anew has lost.
@@ -15,9 +18,9 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles.require(p_role, 'role');
-    IF p_kind IS DISTINCT FROM 'worker' AND p_kind IS DISTINCT FROM 'directory' THEN
+    IF p_kind IS NULL OR p_kind NOT IN ('worker', 'directory', 'acl') THEN
         RAISE EXCEPTION 'invalid kind of calls %', quote_literal(left(p_kind, 80))
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use worker or directory.';
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use worker, directory or acl.';
     END IF;
     IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_role) THEN
         RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_role, 80))
@@ -27,7 +30,8 @@ BEGIN
         WHEN 'worker' THEN 'public.record_job_start(uuid, text, text, text, text, uuid),'
             || ' public.resolve_datatable_role(uuid, text, text, boolean),'
             || ' public.explain_datatable_role(uuid, text, text),'
-            || ' public.cached_result_path(uuid, text, jsonb)'
+            || ' public.cached_result_path(uuid, text, jsonb),'
+            || ' public.usable_datatable_roles(text, text, text)'
         WHEN 'directory' THEN 'public.add_workspace(text),'
             || ' public.add_workspace_user(text, text, text, boolean),'
             || ' public.remove_workspace_user(text, text),'
@@ -37,6 +41,9 @@ BEGIN
             || ' public.sync_workspace_directory(text, jsonb),'
             || ' public.forget_workspace_user(text, text),'
             || ' public.reconcile_directory()'
+        WHEN 'acl' THEN 'public.datatable_acl(text, text, jsonb),'
+            || ' public.plan_datatable_acl(text, text, jsonb, jsonb),'
+            || ' public.apply_datatable_acl(text, text, jsonb, jsonb, text[])'
         END, p_role);
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_role);
     INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_role, p_kind)
