@@ -1,0 +1,1160 @@
+-- The grants editor (docs/acl.md): read what roles may touch in a data
+-- table's database, plan GRANT / REVOKE / ALTER DEFAULT PRIVILEGES / ALTER
+-- ... OWNER TO statements for one change, and apply exactly the statements
+-- shown, in one transaction there, audited here.
+--
+-- Reading goes through the admin login (a dblink session with the stored
+-- admin password); applying goes through the link login, which holds the
+-- privileges of the admin login and of every catalog role (it is a member
+-- of each), so that it can act as the owner of whatever either owns: the
+-- admin login alone could not grant on a table a catalog role owns, set
+-- default privileges for a catalog role, or hand anything to one. Every
+-- name that comes from a caller is checked here, sent to the other database
+-- only as a literal, and written into a statement only through %I.
+
+-- The governing entry of workspace/datatable (a reference acts on the data
+-- table it refers to), or P0002.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text)
+RETURNS datatable_roles.datatable
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.require_datatable(p_workspace, p_datatable);
+BEGIN
+    IF entry.governing_id IS NOT NULL THEN
+        SELECT g.* INTO entry FROM datatable_roles.datatable AS g WHERE g.id = entry.governing_id;
+    END IF;
+    RETURN entry;
+END;
+$$;
+
+-- A schema or table name of a target: a JSON string of 1 to 63 bytes (a
+-- longer name cannot exist), not a system schema. Any other character is
+-- allowed: PostgreSQL allows it in a quoted name, and it is only ever sent
+-- as a literal or written with %I.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_check_name(p_kind text, p_value jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    v text;
+BEGIN
+    IF p_value IS NULL OR jsonb_typeof(p_value) <> 'string' THEN
+        RAISE EXCEPTION 'the % of a target must be a JSON string', p_kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v := p_value #>> '{}';
+    IF v = '' OR octet_length(v) > 63 THEN
+        RAISE EXCEPTION 'invalid % name %: 1 to 63 bytes', p_kind, quote_literal(left(v, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_kind = 'schema' AND (starts_with(lower(v), 'pg_') OR v = 'information_schema') THEN
+        RAISE EXCEPTION 'schema % is a system schema: the grants editor does not change it',
+            quote_literal(v)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v;
+END;
+$$;
+
+-- A target, checked and normalized: {"database": true}, {"schema": s} or
+-- {"schema": s, "table": t} (t a table, view, materialized view, foreign
+-- table or sequence of schema s). Raises 22004 / 22023.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_target(p_target jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    bad text;
+    result jsonb;
+BEGIN
+    PERFORM datatable_roles.require(p_target, 'target');
+    IF jsonb_typeof(p_target) <> 'object' THEN
+        RAISE EXCEPTION 'a target must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"database": true}, {"schema": "s"} or {"schema": "s", "table": "t"}.';
+    END IF;
+    SELECT k INTO bad FROM jsonb_object_keys(p_target) AS k
+    WHERE k NOT IN ('database', 'schema', 'table') ORDER BY k LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'unknown key % in a target', quote_literal(left(bad, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"database": true}, {"schema": "s"} or {"schema": "s", "table": "t"}.';
+    END IF;
+    IF p_target ? 'database' THEN
+        IF p_target <> '{"database": true}'::jsonb THEN
+            RAISE EXCEPTION 'a database target is {"database": true}, with nothing else'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RETURN p_target;
+    END IF;
+    IF NOT p_target ? 'schema' THEN
+        RAISE EXCEPTION 'a target names the database or a schema'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"database": true}, {"schema": "s"} or {"schema": "s", "table": "t"}.';
+    END IF;
+    result := jsonb_build_object('schema',
+        datatable_roles.acl_check_name('schema', p_target -> 'schema'));
+    IF p_target ? 'table' THEN
+        result := result || jsonb_build_object('table',
+            datatable_roles.acl_check_name('table', p_target -> 'table'));
+    END IF;
+    RETURN result;
+END;
+$$;
+
+-- The kind of a target ('database', 'schema' or 'table').
+CREATE OR REPLACE FUNCTION datatable_roles.acl_target_kind(p_target jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN p_target ? 'database' THEN 'database'
+        WHEN p_target ? 'table' THEN 'table' ELSE 'schema' END
+$$;
+
+-- The privileges of an object kind on a server of version p_version.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version integer)
+RETURNS text []
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE p_kind
+        WHEN 'database' THEN ARRAY['CREATE', 'CONNECT', 'TEMPORARY']
+        WHEN 'schema' THEN ARRAY['USAGE', 'CREATE']
+        WHEN 'table' THEN ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES',
+            'TRIGGER'] || CASE WHEN p_version >= 170000 THEN ARRAY['MAINTAIN'] ELSE '{}' END
+        WHEN 'sequence' THEN ARRAY['USAGE', 'SELECT', 'UPDATE']
+        WHEN 'function' THEN ARRAY['EXECUTE']
+    END
+$$;
+
+-- The privileges of a change, checked against the kind of object they go
+-- on and the server's version, upper case, without duplicates, in the
+-- kind's order. ALL (or ALL PRIVILEGES) is every privilege of the kind;
+-- TEMP is TEMPORARY. Raises 22023.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_check_privileges(
+    p_privileges jsonb, p_kind text, p_version integer
+)
+RETURNS text []
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    valid text [] := datatable_roles.acl_kind_privileges(p_kind, p_version);
+    wanted text [] := '{}';
+    item jsonb;
+    p text;
+BEGIN
+    IF p_privileges IS NULL OR jsonb_typeof(p_privileges) <> 'array'
+        OR jsonb_array_length(p_privileges) = 0 THEN
+        RAISE EXCEPTION 'the privileges of a change are a non-empty JSON array of names'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = format('Privileges on a %s: %s.', p_kind, array_to_string(valid, ', '));
+    END IF;
+    FOR item IN SELECT e FROM jsonb_array_elements(p_privileges) AS e LOOP
+        IF jsonb_typeof(item) <> 'string' THEN
+            RAISE EXCEPTION 'a privilege must be a JSON string, not %', left(item::text, 80)
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        p := upper(btrim(item #>> '{}'));
+        IF p IN ('ALL', 'ALL PRIVILEGES') THEN
+            wanted := wanted || valid;
+        ELSIF p = 'TEMP' AND p_kind = 'database' THEN
+            wanted := wanted || 'TEMPORARY'::text;
+        ELSIF p = 'MAINTAIN' AND p_kind = 'table' AND p_version < 170000 THEN
+            RAISE EXCEPTION 'privilege MAINTAIN needs PostgreSQL 17 or later: this data table''s server is %',
+                p_version
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = format('Privileges on a table here: %s.', array_to_string(valid, ', '));
+        ELSIF p = ANY(valid) THEN
+            wanted := wanted || p;
+        ELSE
+            RAISE EXCEPTION 'privilege % does not apply to a %', quote_literal(left(item #>> '{}', 80)),
+                p_kind
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = format('Privileges on a %s: %s.', p_kind, array_to_string(valid, ', '));
+        END IF;
+    END LOOP;
+    RETURN ARRAY(SELECT v FROM unnest(valid) WITH ORDINALITY AS u (v, n) WHERE v = ANY(wanted) ORDER BY n);
+END;
+$$;
+
+-- The Postgres role a change names: 'admin' is the data table's admin
+-- login; any other name must be a catalog role of the entry's role map.
+-- PUBLIC, other roles and unknown names are refused (22023 / P0002).
+CREATE OR REPLACE FUNCTION datatable_roles.acl_role(
+    p_entry datatable_roles.datatable, p_name jsonb, p_key text
+)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    v_name text;
+    mapped text;
+BEGIN
+    IF p_name IS NULL OR jsonb_typeof(p_name) <> 'string' THEN
+        RAISE EXCEPTION 'a change needs "%": a role name (admin, or a catalog role of the map)', p_key
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_name := p_name #>> '{}';
+    IF v_name = 'admin' THEN
+        RETURN p_entry.admin_login;
+    END IF;
+    IF lower(v_name) = 'public' THEN
+        RAISE EXCEPTION 'the grants editor does not name PUBLIC: name admin or a catalog role of the map'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT r.name INTO mapped
+    FROM datatable_roles.datatable_role AS m
+    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+    WHERE m.datatable_id = p_entry.id AND r.name = v_name;
+    IF mapped IS NULL THEN
+        RAISE EXCEPTION 'role % is not admin or a catalog role of the map of data table %/%',
+            quote_literal(left(v_name, 80)), p_entry.workspace, p_entry.name
+            USING ERRCODE = 'no_data_found',
+                  HINT = coalesce(format('Did you mean %s? ', quote_literal(
+                      datatable_roles.nearest_name(v_name, ARRAY(
+                          SELECT r.name FROM datatable_roles.datatable_role AS m
+                          JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                          WHERE m.datatable_id = p_entry.id ORDER BY r.name) || 'admin'::text))), '')
+                      || 'Put a catalog role in the map with set_datatable_role_tenants.';
+    END IF;
+    RETURN mapped;
+END;
+$$;
+
+-- The package's name for a Postgres role in the entry's database: admin for
+-- its admin login, anything else (catalog roles included) its own name.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN p_role = p_entry.admin_login THEN 'admin' ELSE p_role END
+$$;
+
+-- Which kind of role a grantee is: admin, catalog, PUBLIC or other.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_role_kind(
+    p_entry datatable_roles.datatable, p_role text, p_public boolean
+)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN p_public THEN 'PUBLIC'
+        WHEN p_role = p_entry.admin_login THEN 'admin'
+        WHEN EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.name = p_role)
+            THEN 'catalog'
+        ELSE 'other' END
+$$;
+
+-- Whether the link login acts for objects p_owner owns: the admin login of
+-- the entry (and pg_database_owner, which the database's owner is), or a
+-- catalog role of this instance (it is a member of each).
+CREATE OR REPLACE FUNCTION datatable_roles.acl_reachable(
+    p_entry datatable_roles.datatable, p_owner text
+)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT p_owner IN (p_entry.admin_login, 'pg_database_owner')
+        OR EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.name = p_owner)
+$$;
+
+-- Raw grants (aclexplode rows, as the remote read returns them) folded per
+-- grantee: [{role, kind, privileges, grantable}], roles by name.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+        'role', CASE WHEN g.public THEN 'PUBLIC' ELSE datatable_roles.acl_label(p_entry, g.grantee) END,
+        'kind', datatable_roles.acl_role_kind(p_entry, g.grantee, g.public),
+        'privileges', g.privileges, 'grantable', g.grantable)
+        ORDER BY g.public DESC, datatable_roles.acl_label(p_entry, g.grantee) COLLATE "C"), '[]'::jsonb)
+    FROM (
+        SELECT e ->> 'grantee' AS grantee, (e ->> 'public')::boolean AS public,
+            jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege') AS privileges,
+            coalesce(jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege')
+                FILTER (WHERE (e ->> 'grantable')::boolean), '[]'::jsonb) AS grantable
+        FROM jsonb_array_elements(coalesce(p_raw, '[]'::jsonb)) AS e
+        GROUP BY 1, 2
+    ) AS g
+$$;
+
+-- A subquery of the remote read: the rows of an ACL expression, as JSON.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_sql_grants(p_acl text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format($q$(SELECT coalesce(jsonb_agg(jsonb_build_object(
+        'grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END,
+        'public', a.grantee = 0, 'privilege', a.privilege_type, 'grantable', a.is_grantable)
+        ORDER BY a.grantee, a.privilege_type), '[]'::jsonb) FROM aclexplode(%s) AS a)$q$, p_acl)
+$$;
+
+-- The query the remote read runs in the data table's database (with its
+-- search_path pinned to pg_catalog, pg_temp): one JSON document with the
+-- server version; the search paths a session there may start with
+-- (compiled default, the admin login's, every per-role or per-database
+-- setting) and the schemas named like a role ("$user"); the database, the
+-- schema p_schema and the relation p_table with owners, grants, row
+-- security and security_invoker; the schemas of the database; the
+-- relations and routines of the schema; its default privileges (the
+-- database-wide ones without a schema); what depends on the schema (for
+-- an owner hand-over); and whether p_subject may CREATE in the database and
+-- the schema. Names go in as literals only.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format($q$
+WITH ns AS (
+    SELECT n.oid, n.nspname, n.nspowner, n.nspacl FROM pg_namespace AS n WHERE n.nspname = %1$L
+),
+rel AS (
+    SELECT c.oid, c.relname, c.relkind, c.relowner, c.relacl, c.relrowsecurity,
+        c.relforcerowsecurity,
+        coalesce((SELECT o.option_value::boolean FROM pg_options_to_table(c.reloptions) AS o
+            WHERE o.option_name = 'security_invoker'), false) AS invoker,
+        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_class'::regclass
+            AND x.objid = c.oid AND x.deptype = 'e') AS extension,
+        (SELECT (pg_identify_object('pg_class'::regclass, t.oid, 0)).identity
+        FROM pg_depend AS x JOIN pg_class AS t ON t.oid = x.refobjid
+            WHERE x.classid = 'pg_class'::regclass AND x.objid = c.oid
+                AND x.refclassid = 'pg_class'::regclass AND x.deptype IN ('a', 'i')
+                AND c.relkind = 'S' LIMIT 1) AS owned_by
+    FROM pg_class AS c JOIN ns ON ns.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+),
+dep AS (
+    SELECT d.classid, d.objid, i.type, i.identity,
+        CASE d.classid
+            WHEN 'pg_class'::regclass THEN (SELECT c.relowner FROM pg_class AS c WHERE c.oid = d.objid)
+            WHEN 'pg_proc'::regclass THEN (SELECT p.proowner FROM pg_proc AS p WHERE p.oid = d.objid)
+            WHEN 'pg_type'::regclass THEN (SELECT t.typowner FROM pg_type AS t WHERE t.oid = d.objid)
+            WHEN 'pg_operator'::regclass
+                THEN (SELECT o.oprowner FROM pg_operator AS o WHERE o.oid = d.objid)
+            WHEN 'pg_opclass'::regclass
+                THEN (SELECT o.opcowner FROM pg_opclass AS o WHERE o.oid = d.objid)
+            WHEN 'pg_opfamily'::regclass
+                THEN (SELECT o.opfowner FROM pg_opfamily AS o WHERE o.oid = d.objid)
+            WHEN 'pg_collation'::regclass
+                THEN (SELECT o.collowner FROM pg_collation AS o WHERE o.oid = d.objid)
+            WHEN 'pg_conversion'::regclass
+                THEN (SELECT o.conowner FROM pg_conversion AS o WHERE o.oid = d.objid)
+            WHEN 'pg_ts_dict'::regclass
+                THEN (SELECT o.dictowner FROM pg_ts_dict AS o WHERE o.oid = d.objid)
+            WHEN 'pg_ts_config'::regclass
+                THEN (SELECT o.cfgowner FROM pg_ts_config AS o WHERE o.oid = d.objid)
+            WHEN 'pg_statistic_ext'::regclass
+                THEN (SELECT o.stxowner FROM pg_statistic_ext AS o WHERE o.oid = d.objid)
+        END AS owner,
+        CASE WHEN d.classid = 'pg_type'::regclass
+            THEN (SELECT t.typtype FROM pg_type AS t WHERE t.oid = d.objid) END AS typtype,
+        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = d.classid AND x.objid = d.objid
+            AND x.deptype = 'e') AS extension,
+        d.classid = 'pg_class'::regclass AND EXISTS (
+            SELECT FROM pg_depend AS x JOIN pg_class AS c ON c.oid = x.objid
+            WHERE x.classid = 'pg_class'::regclass AND x.objid = d.objid AND c.relkind = 'S'
+                AND x.refclassid = 'pg_class'::regclass AND x.deptype IN ('a', 'i')
+        ) AS follows_table
+    FROM pg_depend AS d
+    CROSS JOIN LATERAL pg_identify_object(d.classid, d.objid, 0) AS i
+    WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT ns.oid FROM ns)
+        AND d.deptype = 'n'
+)
+SELECT jsonb_build_object(
+    'version', current_setting('server_version_num')::integer,
+    'paths', to_jsonb(ARRAY(
+        SELECT s.boot_val FROM pg_settings AS s WHERE s.name = 'search_path'
+        UNION ALL
+        SELECT s.reset_val FROM pg_settings AS s WHERE s.name = 'search_path'
+        UNION ALL
+        SELECT substr(cfg, 13) FROM pg_db_role_setting AS s, unnest(s.setconfig) AS cfg
+        WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_database AS d
+            WHERE d.datname = current_database()))
+            AND starts_with(cfg, 'search_path=')
+    )),
+    'role_schemas', to_jsonb(ARRAY(
+        SELECT n.nspname::text FROM pg_namespace AS n
+        WHERE EXISTS (SELECT FROM pg_roles AS r WHERE r.rolname = n.nspname) ORDER BY 1
+    )),
+    'database', (
+        SELECT jsonb_build_object('name', d.datname, 'owner', pg_get_userbyid(d.datdba),
+            'grants', %4$s,
+            'subject_create', has_database_privilege(%3$L::name, d.oid, 'CREATE'))
+        FROM pg_database AS d WHERE d.datname = current_database()
+    ),
+    'schemas', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('name', n.nspname, 'owner', pg_get_userbyid(n.nspowner))
+            ORDER BY n.nspname COLLATE "C")
+        FROM pg_namespace AS n
+        WHERE n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
+    ), '[]'::jsonb),
+    'schema', (
+        SELECT jsonb_build_object('name', ns.nspname, 'owner', pg_get_userbyid(ns.nspowner),
+            'grants', %5$s,
+            'subject_create', has_schema_privilege(%3$L::name, ns.oid, 'CREATE'))
+        FROM ns
+    ),
+    'relations', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('name', rel.relname, 'relkind', rel.relkind,
+            'owner', pg_get_userbyid(rel.relowner), 'row_security', rel.relrowsecurity,
+            'force_row_security', rel.relforcerowsecurity, 'security_invoker', rel.invoker,
+            'extension', rel.extension, 'owned_by', rel.owned_by, 'grants', %6$s)
+            ORDER BY rel.relname COLLATE "C")
+        FROM rel WHERE %2$L IS NULL OR rel.relname = %2$L
+    ), '[]'::jsonb),
+    'routines', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'identity', (pg_identify_object('pg_proc'::regclass, p.oid, 0)).identity,
+            'prokind', p.prokind, 'owner', pg_get_userbyid(p.proowner),
+            'extension', EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_proc'::regclass
+                AND x.objid = p.oid AND x.deptype = 'e'),
+            'grants', %7$s)
+            ORDER BY (pg_identify_object('pg_proc'::regclass, p.oid, 0)).identity COLLATE "C")
+        FROM pg_proc AS p WHERE p.pronamespace = (SELECT ns.oid FROM ns) AND %2$L IS NULL
+    ), '[]'::jsonb),
+    'default_acl', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('for_role', pg_get_userbyid(a.defaclrole),
+            'objtype', a.defaclobjtype, 'grants', %8$s)
+            ORDER BY pg_get_userbyid(a.defaclrole) COLLATE "C", a.defaclobjtype)
+        FROM pg_default_acl AS a
+        WHERE %2$L IS NULL AND a.defaclnamespace = coalesce((SELECT ns.oid FROM ns), 0)
+    ), '[]'::jsonb),
+    'owned', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('type', dep.type, 'identity', dep.identity,
+            'owner', pg_get_userbyid(dep.owner), 'typtype', dep.typtype,
+            'extension', dep.extension, 'follows_table', dep.follows_table)
+            ORDER BY dep.type, dep.identity COLLATE "C")
+        FROM dep WHERE %2$L IS NULL
+    ), '[]'::jsonb)
+)::text
+$q$, p_schema, p_table, p_subject,
+        datatable_roles.acl_sql_grants('coalesce(d.datacl, acldefault(''d'', d.datdba))'),
+        datatable_roles.acl_sql_grants('coalesce(ns.nspacl, acldefault(''n'', ns.nspowner))'),
+        datatable_roles.acl_sql_grants(
+            'coalesce(rel.relacl, acldefault(CASE WHEN rel.relkind = ''S'' THEN ''s'' ELSE ''r'' END::"char", rel.relowner))'),
+        datatable_roles.acl_sql_grants('coalesce(p.proacl, acldefault(''f'', p.proowner))'),
+        datatable_roles.acl_sql_grants('a.defaclacl'))
+$$;
+
+-- Opens the named dblink session 'datatable_roles_acl' to the entry's
+-- database: as the admin login (p_as_link false: reading) or as the link
+-- login (applying). The connection string goes to dblink_connect as an
+-- argument, never into statement text. A changed admin password is
+-- refused (55000, CONSTRAINT admin_password) as resolve refuses it. The
+-- session leaves any role a database setting gave it (SET ROLE NONE).
+CREATE OR REPLACE FUNCTION datatable_roles.acl_connect(
+    p_entry datatable_roles.datatable, p_as_link boolean
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    link datatable_roles.link_credential;
+BEGIN
+    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
+    END IF;
+    IF p_as_link THEN
+        SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
+        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+            datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+    ELSE
+        IF p_entry.admin_verifier IS NOT NULL
+            AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
+            RAISE EXCEPTION 'the password of admin login % was changed outside the package',
+                quote_literal(p_entry.admin_login)
+                USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'admin_password',
+                      HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
+        END IF;
+        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+            datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+    END IF;
+    RETURN 'datatable_roles_acl';
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.acl_disconnect()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
+    END IF;
+END;
+$$;
+
+-- What the remote read sees for a (checked) target, read as the admin login,
+-- with 'session_search_path' (the admin login's own, before the package pins
+-- it). P0002 when the schema or the table does not exist.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_snapshot(
+    p_entry datatable_roles.datatable, p_target jsonb, p_subject text
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    conn text := datatable_roles.acl_connect(p_entry, false);
+    session_path text;
+    snap text;
+    result jsonb;
+BEGIN
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+        -- Qualified: the session's search_path is not pinned yet.
+        SELECT v.p INTO session_path
+        FROM datatable_roles_dblink.dblink(conn, 'SELECT pg_catalog.current_setting(''search_path'')')
+            AS v (p text);
+        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET search_path = pg_catalog, pg_temp');
+        SELECT v.j INTO snap
+        FROM datatable_roles_dblink.dblink(conn, datatable_roles.acl_read_sql(
+            p_target ->> 'schema', p_target ->> 'table', p_subject)) AS v (j text);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM datatable_roles.acl_disconnect();
+        RAISE;
+    END;
+    PERFORM datatable_roles.acl_disconnect();
+    result := snap::jsonb || jsonb_build_object('session_search_path', session_path);
+    IF p_target ? 'schema' AND jsonb_typeof(result -> 'schema') IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'schema % does not exist in database % of data table %/%',
+            quote_literal(p_target ->> 'schema'), quote_literal(p_entry.dbname),
+            p_entry.workspace, p_entry.name
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'datatable_acl(workspace, datatable, ''{"database": true}'') lists its schemas.';
+    END IF;
+    IF p_target ? 'table' AND jsonb_array_length(result -> 'relations') = 0 THEN
+        RAISE EXCEPTION 'table % does not exist in schema % of data table %/%',
+            quote_literal(p_target ->> 'table'), quote_literal(p_target ->> 'schema'),
+            p_entry.workspace, p_entry.name
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'datatable_acl(workspace, datatable, ''{"schema": "<schema>"}'') lists its tables.';
+    END IF;
+    RETURN result;
+END;
+$$;
+
+-- A relkind's name.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_relkind_name(p_relkind text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE p_relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table'
+        WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table'
+        WHEN 'S' THEN 'sequence' END
+$$;
+
+-- The keyword of ALTER ... OWNER TO for a relkind.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE p_relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+        WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END
+$$;
+
+-- The schema names on the search paths of p_snapshot ("$user" stands for
+-- every schema named like a role), unquoted.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb)
+RETURNS text []
+LANGUAGE sql IMMUTABLE
+AS $$
+    WITH entries AS (
+        SELECT btrim(e) AS e
+        FROM jsonb_array_elements_text(
+            coalesce(p_snapshot -> 'paths', '[]'::jsonb)
+            || jsonb_build_array(p_snapshot ->> 'session_search_path')
+        ) AS p (path),
+            regexp_split_to_table(p.path, ',') AS e
+        WHERE p.path IS NOT NULL
+    )
+    SELECT ARRAY(
+        SELECT DISTINCT CASE WHEN e ~ '^".*"$' THEN replace(substr(e, 2, length(e) - 2), '""', '"')
+            ELSE lower(e) END
+        FROM entries WHERE e <> '' AND e <> '"$user"' AND e <> '$user'
+        UNION
+        SELECT s FROM jsonb_array_elements_text(p_snapshot -> 'role_schemas') AS s
+        WHERE EXISTS (SELECT FROM entries WHERE e IN ('"$user"', '$user'))
+    )
+$$;
+
+-- A warning of a plan.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_warning(p_code text, p_message text)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT jsonb_build_object('code', p_code, 'message', p_message)
+$$;
+
+-- A list of names for a message: the first five, and how many more.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_some(p_names text [])
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT array_to_string(p_names[1:5], ', ')
+        || CASE WHEN cardinality(p_names) > 5
+            THEN format(' and %s more', cardinality(p_names) - 5) ELSE '' END
+$$;
+
+-- The plan of one change on one target (docs/acl.md): {target, change,
+-- statements, warnings}. Reads the data table's database, changes nothing.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_plan(
+    p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target jsonb := datatable_roles.acl_target(p_target);
+    tkind text := datatable_roles.acl_target_kind(target);
+    action text;
+    bad text;
+    role_name text;
+    on_what text;
+    snap jsonb;
+    version integer;
+    privs text [];
+    privs_sql text;
+    creators text [];
+    creator text;
+    item jsonb;
+    rel jsonb;
+    names text [] := '{}';
+    skipped text [] := '{}';
+    public_on text [] := '{}';
+    no_rls text [] := '{}';
+    not_invoker text [] := '{}';
+    statements text [] := '{}';
+    warnings jsonb := '[]';
+    normalized jsonb;
+    object_kind text;
+    verb text;
+    qualified text;
+    keyword text;
+    path_schemas text [];
+BEGIN
+    PERFORM datatable_roles.require(p_change, 'change');
+    IF jsonb_typeof(p_change) <> 'object' THEN
+        RAISE EXCEPTION 'a change must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}.';
+    END IF;
+    SELECT k INTO bad FROM jsonb_object_keys(p_change) AS k
+    WHERE k NOT IN ('grant', 'to', 'revoke', 'from', 'on', 'for', 'owner') ORDER BY k LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'unknown key % in a change', quote_literal(left(bad, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A change has grant + to, revoke + from, or owner; on and for are optional.';
+    END IF;
+    IF (p_change ? 'grant')::integer + (p_change ? 'revoke')::integer + (p_change ? 'owner')::integer <> 1 THEN
+        RAISE EXCEPTION 'a change is exactly one of grant, revoke or owner'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    action := CASE WHEN p_change ? 'grant' THEN 'grant' WHEN p_change ? 'revoke' THEN 'revoke'
+        ELSE 'owner' END;
+    IF (action = 'grant' AND (p_change ? 'from' OR NOT p_change ? 'to'))
+        OR (action = 'revoke' AND (p_change ? 'to' OR NOT p_change ? 'from'))
+        OR (action = 'owner' AND (p_change - 'owner') <> '{}'::jsonb) THEN
+        RAISE EXCEPTION 'a change is {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    role_name := datatable_roles.acl_role(p_entry,
+        coalesce(p_change -> 'to', p_change -> 'from', p_change -> 'owner'),
+        CASE action WHEN 'grant' THEN 'to' WHEN 'revoke' THEN 'from' ELSE 'owner' END);
+    IF action <> 'owner' THEN
+        IF p_change ? 'on' AND jsonb_typeof(p_change -> 'on') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION '"on" must be a JSON string' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        on_what := coalesce(p_change ->> 'on', 'target');
+        IF NOT (on_what = 'target'
+            OR (tkind = 'schema' AND on_what IN ('all tables', 'all sequences', 'all functions'))
+            OR (tkind IN ('schema', 'database')
+                AND on_what IN ('future tables', 'future sequences', 'future functions'))
+            OR (tkind = 'database' AND on_what = 'future schemas')) THEN
+            RAISE EXCEPTION '"on": % does not apply to a % target', quote_literal(left(on_what, 80)), tkind
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = CASE tkind
+                          WHEN 'database' THEN 'On the database: target, future tables, future sequences, future functions, future schemas.'
+                          WHEN 'schema' THEN 'On a schema: target, all tables, all sequences, all functions, future tables, future sequences, future functions.'
+                          ELSE 'On a table: target.' END;
+        END IF;
+        IF p_change ? 'for' AND NOT starts_with(on_what, 'future ') THEN
+            RAISE EXCEPTION '"for" goes only with "on": "future ..." (default privileges)'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+
+    snap := datatable_roles.acl_snapshot(p_entry, target, role_name);
+    version := (snap ->> 'version')::integer;
+    rel := CASE WHEN tkind = 'table' THEN snap -> 'relations' -> 0 END;
+    path_schemas := datatable_roles.acl_path_schemas(snap);
+
+    ---------------------------------------------------------------- owner
+    IF action = 'owner' THEN
+        normalized := jsonb_build_object('owner', p_change -> 'owner');
+        IF tkind = 'database' THEN
+            RAISE EXCEPTION 'the database of a data table stays owned by its admin login'
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Hand over a schema or a table instead.';
+        END IF;
+        IF tkind = 'schema' THEN
+            IF role_name <> p_entry.admin_login AND NOT (snap -> 'database' ->> 'subject_create')::boolean THEN
+                RAISE EXCEPTION 'role % may not own schema %: it has no CREATE on database %',
+                    quote_literal(role_name), quote_literal(target ->> 'schema'), quote_literal(p_entry.dbname)
+                    USING ERRCODE = 'insufficient_privilege',
+                          HINT = 'PostgreSQL lets a schema pass only to a role that may CREATE in the database. Grant it first (a change of its own, on {"database": true}), or hand the schema to admin.';
+            END IF;
+            IF NOT datatable_roles.acl_reachable(p_entry, snap -> 'schema' ->> 'owner') THEN
+                RAISE EXCEPTION 'schema % is owned by %, which is neither admin nor a catalog role',
+                    quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            IF snap -> 'schema' ->> 'owner' <> role_name AND NOT (role_name = p_entry.admin_login
+                AND snap -> 'schema' ->> 'owner' = 'pg_database_owner') THEN
+                statements := statements || format('ALTER SCHEMA %I OWNER TO %I', target ->> 'schema', role_name);
+            END IF;
+            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'owned') AS e LOOP
+                IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean THEN
+                    CONTINUE;
+                ELSIF (item ->> 'extension')::boolean THEN
+                    names := names || (item ->> 'identity');
+                    CONTINUE;
+                ELSIF (item ->> 'type') IN ('text search parser', 'text search template')
+                    OR NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+                    skipped := skipped || format('%s %s (owner %s)', item ->> 'type', item ->> 'identity',
+                        item ->> 'owner');
+                    CONTINUE;
+                END IF;
+                keyword := CASE item ->> 'type'
+                    WHEN 'type' THEN CASE WHEN item ->> 'typtype' = 'd' THEN 'DOMAIN' ELSE 'TYPE' END
+                    WHEN 'composite type' THEN 'TYPE'
+                    WHEN 'statistics object' THEN 'STATISTICS'
+                    ELSE upper(item ->> 'type') END;
+                IF keyword NOT IN ('TABLE', 'VIEW', 'MATERIALIZED VIEW', 'FOREIGN TABLE', 'SEQUENCE',
+                    'TYPE', 'DOMAIN', 'FUNCTION', 'PROCEDURE', 'AGGREGATE', 'OPERATOR',
+                    'OPERATOR CLASS', 'OPERATOR FAMILY', 'COLLATION', 'CONVERSION',
+                    'TEXT SEARCH DICTIONARY', 'TEXT SEARCH CONFIGURATION', 'STATISTICS') THEN
+                    skipped := skipped || format('%s %s (no ALTER ... OWNER TO for it)', item ->> 'type',
+                        item ->> 'identity');
+                    CONTINUE;
+                END IF;
+                -- identity is pg_identify_object's: schema-qualified, every name quoted.
+                statements := statements || format('ALTER %s %s OWNER TO %I', keyword,
+                    item ->> 'identity', role_name);
+            END LOOP;
+            IF cardinality(names) > 0 THEN
+                warnings := warnings || datatable_roles.acl_warning('extension_member', format(
+                    'left out, as members of an extension (ALTER EXTENSION ... decides them): %s',
+                    datatable_roles.acl_some(names)));
+            END IF;
+        ELSE
+            IF (rel ->> 'owned_by') IS NOT NULL THEN
+                RAISE EXCEPTION 'sequence %.% belongs to %: its owner follows the table''s',
+                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'), rel ->> 'owned_by'
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'Hand over the table instead.';
+            END IF;
+            IF NOT datatable_roles.acl_reachable(p_entry, rel ->> 'owner') THEN
+                RAISE EXCEPTION '%.% is owned by %, which is neither admin nor a catalog role',
+                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'),
+                    quote_literal(rel ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            IF rel ->> 'owner' <> role_name THEN
+                IF NOT (snap -> 'schema' ->> 'subject_create')::boolean THEN
+                    RAISE EXCEPTION 'role % may not own %.%: it has no CREATE on schema %',
+                        quote_literal(role_name), quote_ident(target ->> 'schema'),
+                        quote_ident(target ->> 'table'), quote_literal(target ->> 'schema')
+                        USING ERRCODE = 'insufficient_privilege',
+                              HINT = 'PostgreSQL lets an object pass only to a role that may CREATE in its schema. Grant CREATE on the schema first (a change of its own), or hand the whole schema over.';
+                END IF;
+                statements := statements || format('ALTER %s %I.%I OWNER TO %I',
+                    datatable_roles.acl_relkind_keyword(rel ->> 'relkind'),
+                    target ->> 'schema', target ->> 'table', role_name);
+            END IF;
+        END IF;
+        IF cardinality(skipped) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('left_out', format(
+                'left out (their owner is neither admin nor a catalog role, or they have no owner to change): %s',
+                datatable_roles.acl_some(skipped)));
+        END IF;
+        IF role_name <> p_entry.admin_login AND cardinality(statements) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('owner_bypasses_rls', format(
+                '%s will own what it is handed: an owner bypasses row-level security (unless FORCE ROW LEVEL SECURITY), may alter, drop and grant it, and every login holding %s gets that',
+                role_name, role_name));
+        END IF;
+        IF (snap -> (CASE WHEN tkind = 'table' THEN 'relations' ELSE 'schema' END)) @? '$.**.public ? (@ == true)' THEN
+            warnings := warnings || datatable_roles.acl_warning('public_grant', format(
+                'PUBLIC holds privileges on %s: every role reaches it, whoever owns it',
+                CASE WHEN tkind = 'table' THEN format('%I.%I', target ->> 'schema', target ->> 'table')
+                    ELSE format('schema %I', target ->> 'schema') END));
+        END IF;
+        IF cardinality(statements) = 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
+                '%s owns it all already', datatable_roles.acl_label(p_entry, role_name)));
+        END IF;
+        RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
+            'target', target, 'change', normalized,
+            'statements', to_jsonb(statements), 'warnings', warnings);
+    END IF;
+
+    ---------------------------------------------------------------- grant / revoke
+    object_kind := CASE
+        WHEN on_what = 'target' AND tkind = 'table' AND rel ->> 'relkind' = 'S' THEN 'sequence'
+        WHEN on_what = 'target' THEN tkind
+        WHEN on_what IN ('all tables', 'future tables') THEN 'table'
+        WHEN on_what IN ('all sequences', 'future sequences') THEN 'sequence'
+        WHEN on_what IN ('all functions', 'future functions') THEN 'function'
+        ELSE 'schema' END;
+    privs := datatable_roles.acl_check_privileges(p_change -> action, object_kind, version);
+    privs_sql := array_to_string(privs, ', ');
+    verb := CASE action WHEN 'grant' THEN 'GRANT %s ON %s TO %I' ELSE 'REVOKE %s ON %s FROM %I' END;
+    IF action = 'grant' AND object_kind = 'database' AND 'CONNECT' = ANY(privs)
+        AND role_name <> p_entry.admin_login THEN
+        RAISE EXCEPTION 'CONNECT is never granted to a catalog role: every login holding % could then connect to %',
+            quote_literal(role_name), quote_literal(p_entry.dbname)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Logins handed to jobs get CONNECT on their one database from the package itself.';
+    END IF;
+
+    IF on_what = 'target' THEN
+        IF tkind = 'database' THEN
+            statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
+            IF snap -> 'database' -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                public_on := public_on || format('database %I', p_entry.dbname);
+            END IF;
+        ELSIF tkind = 'schema' THEN
+            IF NOT datatable_roles.acl_reachable(p_entry, snap -> 'schema' ->> 'owner') THEN
+                RAISE EXCEPTION 'schema % is owned by %, which is neither admin nor a catalog role',
+                    quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
+            IF snap -> 'schema' -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                public_on := public_on || format('schema %I', target ->> 'schema');
+            END IF;
+        ELSE
+            IF NOT datatable_roles.acl_reachable(p_entry, rel ->> 'owner') THEN
+                RAISE EXCEPTION '%.% is owned by %, which is neither admin nor a catalog role',
+                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'),
+                    quote_literal(rel ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            qualified := format('%I.%I', target ->> 'schema', target ->> 'table');
+            statements := statements || format(verb, privs_sql,
+                CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
+            IF rel -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                public_on := public_on || qualified;
+            END IF;
+            IF rel ->> 'relkind' IN ('r', 'p', 'm', 'f') AND NOT (rel ->> 'row_security')::boolean THEN
+                no_rls := no_rls || qualified;
+            ELSIF rel ->> 'relkind' = 'v' AND NOT (rel ->> 'security_invoker')::boolean THEN
+                not_invoker := not_invoker || qualified;
+            END IF;
+        END IF;
+    ELSIF starts_with(on_what, 'all ') THEN
+        IF object_kind = 'function' THEN
+            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'routines') AS e LOOP
+                IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+                    skipped := skipped || format('%s (owner %s)', item ->> 'identity', item ->> 'owner');
+                    CONTINUE;
+                END IF;
+                names := names || (item ->> 'identity');
+                IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                    public_on := public_on || (item ->> 'identity');
+                END IF;
+            END LOOP;
+            IF cardinality(names) > 0 THEN
+                statements := statements || format(verb, privs_sql,
+                    'ROUTINE ' || array_to_string(names, ', '), role_name);
+            END IF;
+        ELSE
+            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'relations') AS e LOOP
+                IF (object_kind = 'sequence') <> (item ->> 'relkind' = 'S') THEN
+                    CONTINUE;
+                END IF;
+                qualified := format('%I.%I', target ->> 'schema', item ->> 'name');
+                IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+                    skipped := skipped || format('%s (owner %s)', qualified, item ->> 'owner');
+                    CONTINUE;
+                END IF;
+                names := names || qualified;
+                IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                    public_on := public_on || qualified;
+                END IF;
+                IF item ->> 'relkind' IN ('r', 'p', 'm', 'f') AND NOT (item ->> 'row_security')::boolean THEN
+                    no_rls := no_rls || qualified;
+                ELSIF item ->> 'relkind' = 'v' AND NOT (item ->> 'security_invoker')::boolean THEN
+                    not_invoker := not_invoker || qualified;
+                END IF;
+            END LOOP;
+            IF cardinality(names) > 0 THEN
+                statements := statements || format(verb, privs_sql,
+                    CASE object_kind WHEN 'sequence' THEN 'SEQUENCE ' ELSE 'TABLE ' END
+                    || array_to_string(names, ', '), role_name);
+            END IF;
+        END IF;
+        IF cardinality(names) = 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
+                'schema %I has no %s the package can act on', target ->> 'schema', substr(on_what, 5)));
+        END IF;
+        IF cardinality(skipped) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('left_out', format(
+                'left out, as their owner is neither admin nor a catalog role (a set login''s objects are its own): %s',
+                datatable_roles.acl_some(skipped)));
+        END IF;
+    ELSE
+        -- Default privileges: one statement per creating role.
+        IF p_change ? 'for' THEN
+            IF jsonb_typeof(p_change -> 'for') <> 'array' OR jsonb_array_length(p_change -> 'for') = 0 THEN
+                RAISE EXCEPTION '"for" is a non-empty JSON array of role names'
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            creators := ARRAY(
+                SELECT DISTINCT datatable_roles.acl_role(p_entry, e, 'for')
+                FROM jsonb_array_elements(p_change -> 'for') AS e ORDER BY 1);
+        ELSE
+            creators := ARRAY(
+                SELECT p_entry.admin_login
+                UNION
+                SELECT r.name FROM datatable_roles.datatable_role AS m
+                JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                WHERE m.datatable_id = p_entry.id AND r.name <> role_name
+                ORDER BY 1);
+        END IF;
+        FOREACH creator IN ARRAY creators LOOP
+            statements := statements || format('ALTER DEFAULT PRIVILEGES FOR ROLE %I%s %s',
+                creator,
+                CASE WHEN tkind = 'schema' THEN format(' IN SCHEMA %I', target ->> 'schema') ELSE '' END,
+                format(verb, privs_sql, upper(substr(on_what, 8)), role_name));
+        END LOOP;
+        warnings := warnings || datatable_roles.acl_warning('default_privileges', format(
+            'default privileges bind only %s created later by %s%s; objects that exist now are not touched (use "all %s"), and objects a set login (a job holding several roles) creates are its own and are not covered',
+            substr(on_what, 8),
+            array_to_string(ARRAY(SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c), ', '),
+            CASE WHEN tkind = 'schema' THEN format(' in schema %I', target ->> 'schema') ELSE ' in any schema' END,
+            substr(on_what, 8)));
+        IF action = 'grant' AND on_what = 'future tables' THEN
+            warnings := warnings || datatable_roles.acl_warning('rls_disabled',
+                'tables are created with row-level security disabled: enable it on each new table before its rows matter (ALTER TABLE ... ENABLE ROW LEVEL SECURITY)');
+        ELSIF on_what = 'future functions' THEN
+            warnings := warnings || datatable_roles.acl_warning('public_grant',
+                'PUBLIC gets EXECUTE on every new function by default, unless default privileges revoke it');
+        END IF;
+        IF snap -> 'default_acl' @? '$[*].grants[*] ? (@.public == true)' THEN
+            warnings := warnings || datatable_roles.acl_warning('public_grant',
+                'default privileges here grant to PUBLIC: every role reaches those objects when they are created');
+        END IF;
+    END IF;
+
+    IF action = 'grant' THEN
+        IF 'CREATE' = ANY(privs) AND object_kind = 'schema' AND (
+            (on_what = 'target' AND (target ->> 'schema') = ANY(path_schemas))
+            OR on_what = 'future schemas') THEN
+            warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
+                'CREATE on %s, which %s on a default search_path (%s): %s can create objects that shadow those other roles, the admin login among them, find there (CVE-2018-1058)',
+                CASE WHEN on_what = 'target' THEN format('schema %I', target ->> 'schema') ELSE 'new schemas' END,
+                CASE WHEN on_what = 'target' THEN 'is' ELSE 'may be' END,
+                array_to_string(path_schemas, ', '), role_name));
+        ELSIF 'CREATE' = ANY(privs) AND object_kind = 'database' THEN
+            warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
+                'CREATE on database %I lets %s create schemas; one named like a role is first on that role''s search_path ("$user"), and objects there shadow the ones it means (CVE-2018-1058)',
+                p_entry.dbname, role_name));
+        END IF;
+        IF cardinality(no_rls) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('rls_disabled', format(
+                'row-level security is disabled (or impossible) on %s: every login holding %s reaches all its rows',
+                datatable_roles.acl_some(no_rls), role_name));
+        END IF;
+        IF cardinality(not_invoker) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('view_not_invoker', format(
+                'view %s is not security_invoker: it reads its tables as its owner, so %s reaches the rows its owner reaches, not its own (ALTER VIEW ... SET (security_invoker = true))',
+                datatable_roles.acl_some(not_invoker), role_name));
+        END IF;
+    END IF;
+    IF cardinality(public_on) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('public_grant', format(
+            'PUBLIC holds privileges on %s: every role reaches it, whatever is granted or revoked here',
+            datatable_roles.acl_some(public_on)));
+    END IF;
+    normalized := jsonb_build_object(action, to_jsonb(privs),
+        CASE action WHEN 'grant' THEN 'to' ELSE 'from' END, p_change -> CASE action WHEN 'grant' THEN 'to' ELSE 'from' END,
+        'on', on_what);
+    IF starts_with(on_what, 'future ') THEN
+        normalized := normalized || jsonb_build_object('for', to_jsonb(ARRAY(
+            SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c)));
+    END IF;
+    RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
+        'target', target, 'change', normalized,
+        'statements', to_jsonb(statements), 'warnings', warnings);
+END;
+$$;
+
+-- datatable_acl: the owner, grants, default privileges and children of a
+-- target in a data table's database, read through its admin login. Roles
+-- are named as the package names them (admin, catalog roles, anything else
+-- by its own name, PUBLIC). docs/acl.md.
+CREATE OR REPLACE FUNCTION public.datatable_acl(workspace text, datatable text, target jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.acl_entry(datatable_acl.workspace,
+        datatable_acl.datatable);
+    t jsonb := datatable_roles.acl_target(datatable_acl.target);
+    tkind text := datatable_roles.acl_target_kind(t);
+    snap jsonb := datatable_roles.acl_snapshot(entry, t, NULL);
+    obj jsonb;
+    result jsonb;
+BEGIN
+    obj := CASE tkind WHEN 'database' THEN snap -> 'database' WHEN 'schema' THEN snap -> 'schema'
+        ELSE snap -> 'relations' -> 0 END;
+    result := jsonb_build_object(
+        'datatable', entry.workspace || '/' || entry.name,
+        'database', entry.dbname,
+        'target', t,
+        'kind', CASE WHEN tkind = 'table' THEN datatable_roles.acl_relkind_name(obj ->> 'relkind')
+            ELSE tkind END,
+        'owner', datatable_roles.acl_label(entry, obj ->> 'owner'),
+        'grants', datatable_roles.acl_grants(entry, obj -> 'grants'),
+        'server_version_num', (snap ->> 'version')::integer);
+    IF tkind = 'table' THEN
+        result := result || jsonb_build_object(
+            'row_security', (obj ->> 'row_security')::boolean,
+            'force_row_security', (obj ->> 'force_row_security')::boolean,
+            'security_invoker', (obj ->> 'security_invoker')::boolean,
+            'default_privileges', '[]'::jsonb, 'children', '[]'::jsonb);
+        RETURN result;
+    END IF;
+    result := result || jsonb_build_object('default_privileges', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'for_role', datatable_roles.acl_label(entry, a ->> 'for_role'),
+            'kind', CASE a ->> 'objtype' WHEN 'r' THEN 'tables' WHEN 'S' THEN 'sequences'
+                WHEN 'f' THEN 'functions' WHEN 'T' THEN 'types' WHEN 'n' THEN 'schemas'
+                ELSE a ->> 'objtype' END,
+            'grants', datatable_roles.acl_grants(entry, a -> 'grants')))
+        FROM jsonb_array_elements(snap -> 'default_acl') AS a), '[]'::jsonb));
+    IF tkind = 'database' THEN
+        result := result || jsonb_build_object('children', coalesce((
+            SELECT jsonb_agg(jsonb_build_object('schema', s ->> 'name',
+                'owner', datatable_roles.acl_label(entry, s ->> 'owner')))
+            FROM jsonb_array_elements(snap -> 'schemas') AS s), '[]'::jsonb));
+    ELSE
+        result := result || jsonb_build_object('children', coalesce((
+            SELECT jsonb_agg(jsonb_build_object('table', r ->> 'name',
+                'kind', datatable_roles.acl_relkind_name(r ->> 'relkind'),
+                'owner', datatable_roles.acl_label(entry, r ->> 'owner'),
+                'row_security', (r ->> 'row_security')::boolean))
+            FROM jsonb_array_elements(snap -> 'relations') AS r), '[]'::jsonb));
+    END IF;
+    RETURN result;
+END;
+$$;
+
+-- plan_datatable_acl: the statements one change of a target takes, and its
+-- warnings; changes nothing (docs/acl.md).
+CREATE OR REPLACE FUNCTION public.plan_datatable_acl(
+    workspace text, datatable text, target jsonb, change jsonb
+)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    RETURN datatable_roles.acl_plan(
+        datatable_roles.acl_entry(plan_datatable_acl.workspace, plan_datatable_acl.datatable),
+        plan_datatable_acl.target, plan_datatable_acl.change);
+END;
+$$;
+
+-- apply_datatable_acl: plans the change again, refuses (55000, CONSTRAINT
+-- plan_changed) unless the plan's statements are exactly `statements`,
+-- records the change in datatable_roles.acl_change, then runs the statements
+-- in one transaction of the data table's database, as the link login. The
+-- audit row is written first, the remote commit comes last: a failure
+-- anywhere before it leaves neither. Call it in autocommit: a caller that
+-- rolls back its own transaction afterwards loses the audit row of a change
+-- that stays applied (docs/acl.md).
+CREATE OR REPLACE FUNCTION public.apply_datatable_acl(
+    workspace text, datatable text, target jsonb, change jsonb, statements text []
+)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable;
+    plan jsonb;
+    planned text [];
+    first_difference integer;
+    audit_id bigint;
+    conn text;
+    statement text;
+    n integer := 0;
+BEGIN
+    PERFORM datatable_roles.require(apply_datatable_acl.statements, 'statements');
+    entry := datatable_roles.acl_entry(apply_datatable_acl.workspace, apply_datatable_acl.datatable);
+    -- One apply at a time per database: the second plans after the first committed.
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.acl:' || entry.dbname, 0));
+    plan := datatable_roles.acl_plan(entry, apply_datatable_acl.target, apply_datatable_acl.change);
+    planned := ARRAY(SELECT jsonb_array_elements_text(plan -> 'statements'));
+    IF planned IS DISTINCT FROM apply_datatable_acl.statements THEN
+        SELECT min(i) INTO first_difference
+        FROM generate_series(1, greatest(cardinality(planned), cardinality(apply_datatable_acl.statements))) AS i
+        WHERE planned[i] IS DISTINCT FROM apply_datatable_acl.statements[i];
+        RAISE EXCEPTION 'the plan changed since it was shown: nothing applied'
+            USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'plan_changed',
+                  DETAIL = format('%s statements were shown, %s are planned now; they differ from statement %s on.',
+                      cardinality(apply_datatable_acl.statements), cardinality(planned), first_difference),
+                  HINT = 'Plan again with plan_datatable_acl, review the statements and warnings, and apply those.';
+    END IF;
+    IF cardinality(planned) = 0 THEN
+        RETURN plan || jsonb_build_object('applied', 0, 'audit_id', NULL);
+    END IF;
+    INSERT INTO datatable_roles.acl_change (
+        applied_by, workspace, datatable, dbname, target, change, statements, warnings
+    )
+    VALUES (
+        coalesce(nullif(current_setting('role'), 'none'), session_user),
+        entry.workspace, entry.name, entry.dbname, plan -> 'target', plan -> 'change', planned,
+        plan -> 'warnings'
+    )
+    RETURNING id INTO audit_id;
+    conn := datatable_roles.acl_connect(entry, true);
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec(conn,
+            'SET ROLE NONE; SET search_path = pg_catalog, pg_temp; BEGIN');
+        FOREACH statement IN ARRAY planned LOOP
+            PERFORM datatable_roles_dblink.dblink_exec(conn, statement);
+            n := n + 1;
+        END LOOP;
+        PERFORM datatable_roles.fault_point('acl:before_remote_commit');
+        PERFORM datatable_roles_dblink.dblink_exec(conn, 'COMMIT');
+    EXCEPTION WHEN OTHERS THEN
+        -- Closing the session rolls back whatever ran there.
+        PERFORM datatable_roles.acl_disconnect();
+        RAISE;
+    END;
+    PERFORM datatable_roles.acl_disconnect();
+    RETURN plan || jsonb_build_object('applied', n, 'audit_id', audit_id);
+END;
+$$;
+
+-- The package owner gives a platform role the grants editor: EXECUTE on
+-- datatable_acl, plan_datatable_acl and apply_datatable_acl.
+--     SELECT datatable_roles.grant_acl_editor('<role>');
+CREATE OR REPLACE FUNCTION datatable_roles.grant_acl_editor(p_role text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.grant_calls(p_role, 'acl')
+$$;
