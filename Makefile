@@ -14,7 +14,7 @@
 VENV ?= .venv
 PYTHON ?= python3
 APT_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-                postgresql-15-plpgsql-check
+                postgresql-15-plpgsql-check pgbouncer
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.deps-installed
 DEVCLUSTER := $(VENV)/bin/python -m datatable_roles.devcluster
