@@ -191,6 +191,7 @@ def release(request, cluster, scratch, orders_db, uid, tmp_path):
     assert applied[0] == "0001_tables" and "0009_lifecycle" in applied
     world = Release(cluster, dbname, uid)
     world.commit = commit
+    world.installed = applied
     try:
         world.build(orders_db)
         yield world
@@ -219,7 +220,8 @@ def test_a_landed_install_in_use_upgrades_to_head(cluster, release):
     # The operator's upgrade: bootstrap again (it gained the guard), then migrate.
     cluster.psql_file(SQL_DIR / "bootstrap.sql", w.db, owner=cluster.owner)
     newest = sorted(p.stem for p in MIGRATIONS_DIR.glob("[0-9]*.sql"))[-1]
-    assert migrate(cluster.owner_conninfo(w.db))[-1] == newest
+    # Nothing is pending when the landed commit had the newest migration already.
+    assert (migrate(cluster.owner_conninfo(w.db)) or w.installed)[-1] == newest
 
     # The schema is exactly a fresh install's, the worker's grants included.
     assert dump_schema(cluster, w.db) == fresh_schema_with_worker(cluster)

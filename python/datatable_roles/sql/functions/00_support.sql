@@ -264,29 +264,34 @@ AS $$
     SELECT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
 $$;
 
+-- HMAC's inner and outer keys (RFC 2104): the key padded to 64 bytes, XORed
+-- with 0x36 and with 0x5c eight bytes at a time (as bigints), in one
+-- statement instead of 128 set_byte calls.
+CREATE OR REPLACE FUNCTION datatable_roles.hmac_keys(
+    p_key bytea, OUT inner_key bytea, OUT outer_key bytea
+)
+LANGUAGE sql IMMUTABLE STRICT
+AS $$
+    SELECT
+        decode(string_agg(lpad(to_hex(w.word # 3906369333256140342), 16, '0'), '' ORDER BY w.j), 'hex'),
+        decode(string_agg(lpad(to_hex(w.word # 6655295901103053916), 16, '0'), '' ORDER BY w.j), 'hex')
+    FROM (
+        SELECT CASE WHEN length(p_key) > 64 THEN sha256(p_key) ELSE p_key END AS k
+    ) AS x
+    CROSS JOIN LATERAL (
+        SELECT j, ('x' || encode(substring(x.k || decode(repeat('00', 64 - length(x.k)), 'hex')
+            FROM 1 + 8 * j FOR 8), 'hex'))::bit(64)::bigint AS word
+        FROM generate_series(0, 7) AS j
+    ) AS w
+$$;
+
 -- HMAC-SHA-256 (RFC 2104) over the core sha256(), so no extension is needed.
 CREATE OR REPLACE FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea)
 RETURNS bytea
-LANGUAGE plpgsql IMMUTABLE STRICT
-SET search_path = pg_catalog, datatable_roles, pg_temp
+LANGUAGE sql IMMUTABLE STRICT
 AS $$
-DECLARE
-    k bytea := p_key;
-    inner_key bytea;
-    outer_key bytea;
-BEGIN
-    IF length(k) > 64 THEN
-        k := sha256(k);
-    END IF;
-    k := k || decode(repeat('00', 64 - length(k)), 'hex');
-    inner_key := k;
-    outer_key := k;
-    FOR i IN 0..63 LOOP
-        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
-        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
-    END LOOP;
-    RETURN sha256(outer_key || sha256(inner_key || p_message));
-END;
+    SELECT sha256(h.outer_key || sha256(h.inner_key || p_message))
+    FROM datatable_roles.hmac_keys(p_key) AS h
 $$;
 
 -- A SCRAM-SHA-256 verifier (RFC 5802/7677) for p_password, computed here so
@@ -301,7 +306,6 @@ AS $$
 DECLARE
     secret bytea := convert_to(p_password, 'UTF8');
     salt bytea := decode(replace(gen_random_uuid()::text, '-', ''), 'hex');
-    k bytea;
     inner_key bytea;
     outer_key bytea;
     u bytea;
@@ -311,14 +315,8 @@ BEGIN
     -- PBKDF2-HMAC-SHA-256 with the key's padded blocks computed once (the key,
     -- the password, is the same in every iteration) and the running XOR kept
     -- as a bit string: a few C calls per iteration instead of byte loops.
-    k := CASE WHEN length(secret) > 64 THEN sha256(secret) ELSE secret END;
-    k := k || decode(repeat('00', 64 - length(k)), 'hex');
-    inner_key := k;
-    outer_key := k;
-    FOR i IN 0..63 LOOP
-        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
-        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
-    END LOOP;
+    SELECT h.inner_key, h.outer_key INTO inner_key, outer_key
+    FROM datatable_roles.hmac_keys(secret) AS h;
     u := sha256(outer_key || sha256(inner_key || salt || '\x00000001'::bytea));
     acc := ('x' || encode(u, 'hex'))::bit(256);
     FOR i IN 2..p_iterations LOOP

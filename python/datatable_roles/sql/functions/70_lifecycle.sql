@@ -69,6 +69,47 @@ BEGIN
 END;
 $$;
 
+-- ALTER ROLE ... NOLOGIN and DROP ROLE of a set login. From 16 on, done by
+-- the superuser step's datatable_roles_guard functions when it has made them:
+-- as the owner, PostgreSQL checks its ADMIN OPTION by walking every role the
+-- owner ever made, 100-300 ms at 10,000 roles (docs/performance.md). The
+-- guard acts only on roles the owner holds WITH ADMIN OPTION.
+CREATE OR REPLACE FUNCTION datatable_roles.guard_changes_roles()
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT datatable_roles.pg16_or_later()
+        AND to_regprocedure('datatable_roles_guard.drop_login(text)') IS NOT NULL
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.disable_login(p_login text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF datatable_roles.guard_changes_roles() THEN
+        PERFORM datatable_roles_guard.disable_login(p_login);
+    ELSE
+        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.drop_login(p_login text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF datatable_roles.guard_changes_roles() THEN
+        PERFORM datatable_roles_guard.drop_login(p_login);
+    ELSE
+        EXECUTE format('DROP ROLE %I', p_login);
+    END IF;
+END;
+$$;
+
 -- The databases where p_login owns or holds something, each with the admin
 -- login of its data table (NULL when it is not a data table database).
 CREATE OR REPLACE FUNCTION datatable_roles.databases_holding(p_login text)
@@ -214,7 +255,7 @@ BEGIN
         RETURN false;
     END IF;
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
-        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+        PERFORM datatable_roles.disable_login(p_login);
         -- REASSIGN OWNED, in the link login's session, needs the privileges
         -- of the login: make the link login a member (committed with this
         -- step) when the login owns or holds something to move. What counts
@@ -269,7 +310,7 @@ BEGIN
     BEGIN
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
             PERFORM datatable_roles.revoke_database_grants(p_login);
-            EXECUTE format('DROP ROLE %I', p_login);
+            PERFORM datatable_roles.drop_login(p_login);
         END IF;
         PERFORM datatable_roles.fault_point('sweep:after_drop_role');
         DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
