@@ -24,6 +24,9 @@ class Config:
     dir_users: int = 50_000   # platform-scale directory (ratios 11-12), in both databases
     dir_groups: int = 1_000
     dir_folders: int = 5_000
+    scale_logins: int = 100_000     # extra set logins in the cluster (ratios 14a-14c)
+    scale_sweep_logins: int = 500   # stale set logins swept per side of ratio 14b
+    scale_clients: int = 32         # concurrent pgbench clients (ratio 14d)
 
 
 FULL = Config(reps=5, pgbench_seconds=3, catalog_roles=10_000, users=100_000, groups=2_000,
@@ -31,7 +34,8 @@ FULL = Config(reps=5, pgbench_seconds=3, catalog_roles=10_000, users=100_000, gr
               sweep_cap_seconds=10.0)
 QUICK = Config(reps=3, pgbench_seconds=1, catalog_roles=1_000, users=10_000, groups=200,
                datatables=100, first_use_ops=10, connect_ops=6, sweep_logins=300,
-               sweep_cap_seconds=1.5, dir_users=5_000, dir_groups=500, dir_folders=500)
+               sweep_cap_seconds=1.5, dir_users=5_000, dir_groups=500, dir_folders=500,
+               scale_logins=10_000, scale_sweep_logins=60)
 
 
 def log(msg: str) -> None:

@@ -46,12 +46,24 @@ class Pgbench:
         self.tmp = tmp
 
     def __call__(self, inst: Instance, script: str, seconds: int | None = None,
-                 transactions: int | None = None) -> float:
+                 transactions: int | None = None, clients: int = 1, threads: int = 1,
+                 warmup: int = 0) -> float:
+        """TPS of ``script`` over ``clients`` connections (-c) run by ``threads`` threads
+        (-j); with ``transactions``, that many per client (-t). With ``warmup`` (and
+        ``seconds``), returns the mean TPS of the ``seconds`` one-second intervals after the
+        first ``warmup`` seconds (pgbench -P 1, -T warmup + seconds + 1: no progress is
+        printed for the last second), leaving out each new backend's first calls;
+        ``last_whole_tps`` is pgbench's TPS over the whole run."""
         path = self.tmp / f"s{abs(hash(script))}.sql"
         path.write_text(script + "\n")
-        cmd = [str(PGBENCH), "-n", "-M", "prepared", "-c", "1", "-f", str(path),
+        cmd = [str(PGBENCH), "-n", "-M", "prepared", "-c", str(clients), "-j", str(threads),
+               "-f", str(path),
                "-h", self.c.host, "-p", str(self.c.port), "-U", self.c.worker]
-        cmd += ["-T", str(seconds)] if transactions is None else ["-t", str(transactions)]
+        if transactions is None:
+            cmd += (["-T", str(seconds + warmup + 1), "-P", "1"] if warmup
+                    else ["-T", str(seconds)])
+        else:
+            cmd += ["-t", str(transactions)]
         cmd.append(inst.name)
         env = dict(os.environ, PGPASSWORD=self.c.worker_password)
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -60,7 +72,15 @@ class Pgbench:
         m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", proc.stdout)
         if not m:
             raise RuntimeError(f"pgbench output not understood:\n{proc.stdout}")
-        return float(m.group(1))
+        self.last_whole_tps = float(m.group(1))
+        if not warmup:
+            return self.last_whole_tps
+        steady = [float(tps) for t, tps in re.findall(r"progress: ([0-9.]+) s, ([0-9.]+) tps",
+                                                       proc.stderr)
+                  if warmup < float(t) <= warmup + seconds]
+        if not steady:
+            raise RuntimeError(f"pgbench progress not understood:\n{proc.stderr}")
+        return sum(steady) / len(steady)
 
 
 def resolve_script(job: str, datatable: str) -> str:
