@@ -25,7 +25,7 @@ class Config:
     dir_groups: int = 1_000
     dir_folders: int = 5_000
     scale_logins: int = 100_000     # extra set logins in the cluster (ratios 14a-14c)
-    scale_sweep_logins: int = 500   # stale set logins swept per side of ratio 14b
+    scale_sweep_logins: int = 100   # stale set logins swept per side of ratio 14b
     scale_clients: int = 32         # concurrent pgbench clients (ratio 14d)
 
 
