@@ -1,0 +1,113 @@
+"""The superuser step's role guard (sql/bootstrap.sql): datatable_roles_guard.disable_login
+and drop_login change, as the superuser, only roles the package owner holds directly WITH
+ADMIN OPTION and that carry no attribute only a superuser may give. They exist so that the
+sweep's ALTER ROLE and DROP ROLE do not walk every role the owner made (PostgreSQL 16+,
+docs/performance.md); they must give the owner nothing it could not do itself.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from support import connect
+
+
+def version(cluster) -> int:
+    with cluster.connect_super() as conn:
+        return int(conn.execute("SHOW server_version_num").fetchone()[0])
+
+
+def exists(cluster, role: str) -> tuple[bool, bool] | None:
+    """(exists, can log in) of ``role``."""
+    with cluster.connect_super() as conn:
+        row = conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s",
+                           [role]).fetchone()
+    return row[0] if row else None
+
+
+@pytest.fixture
+def roles(cluster, meta_db, uid):
+    """Roles of every kind the owner might aim the guard at, made for this test."""
+    made = {
+        "owners": f"{uid}_owners",          # made by the owner: it holds ADMIN OPTION (16+)
+        "foreign": f"{uid}_foreign",        # made by the superuser, not granted to the owner
+        "bypass": f"{uid}_bypass",          # BYPASSRLS, granted to the owner WITH ADMIN OPTION
+        "superuser": f"{uid}_super",        # a superuser, granted likewise
+    }
+    with connect(meta_db.owner_conninfo) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(made["owners"])))
+    with cluster.connect_super() as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(made["foreign"])))
+        for key, attr in (("bypass", "BYPASSRLS"), ("superuser", "SUPERUSER")):
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN " + attr).format(
+                sql.Identifier(made[key])))
+            conn.execute(sql.SQL("GRANT {} TO {} WITH ADMIN OPTION").format(
+                sql.Identifier(made[key]), sql.Identifier(cluster.owner)))
+    yield made
+    with cluster.connect_super() as conn:
+        for role in made.values():
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+@pytest.mark.parametrize("call", ["disable_login", "drop_login"])
+def test_the_guard_refuses_roles_the_owner_does_not_administer(cluster, meta_db, roles, call):
+    """A role the superuser made, one with BYPASSRLS, a superuser, the owner itself and
+    the worker role: refused with 42501, and left as they were."""
+    targets = [roles["foreign"], roles["bypass"], roles["superuser"], cluster.owner,
+               cluster.worker]
+    before = {t: exists(cluster, t) for t in targets}
+    with connect(meta_db.owner_conninfo) as conn:
+        for target in targets:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege,
+                               match="does not hold role .* with ADMIN OPTION"):
+                conn.execute(f"SELECT datatable_roles_guard.{call}(%s)", [target])
+    assert {t: exists(cluster, t) for t in targets} == before
+
+
+@pytest.mark.parametrize("call", ["disable_login", "drop_login", "owner_administers"])
+def test_only_the_owner_may_call_the_guard(meta_db, roles, call):
+    with connect(meta_db.worker_conninfo) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(f"SELECT datatable_roles_guard.{call}(%s)", [roles["owners"]])
+
+
+def test_the_guard_changes_what_the_owner_made_on_16_and_later(cluster, meta_db, roles):
+    """On 16+ the owner holds what it made WITH ADMIN OPTION: the guard disables and drops
+    it, as the owner could. On 15 the owner holds no such grant (CREATEROLE alone lets it
+    change any non-superuser role there), so the guard refuses and the package does not
+    use it."""
+    role = roles["owners"]
+    with connect(meta_db.owner_conninfo) as conn:
+        (uses_guard,) = conn.execute("SELECT datatable_roles.guard_changes_roles()").fetchone()
+        if version(cluster) < 160000:
+            assert uses_guard is False
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT datatable_roles_guard.disable_login(%s)", [role])
+            assert exists(cluster, role) is True
+            return
+        assert uses_guard is True
+        conn.execute("SELECT datatable_roles_guard.disable_login(%s)", [role])
+        assert exists(cluster, role) is False
+        conn.execute("SELECT datatable_roles_guard.drop_login(%s)", [role])
+        assert exists(cluster, role) is None
+
+
+def test_a_hostile_name_is_quoted(cluster, meta_db, uid):
+    """A role the owner made under a name built to break out of the statement is dropped
+    as that one role (16+; refused on 15), and nothing else happens."""
+    name = f'{uid}"; DROP ROLE {cluster.worker}; --'
+    with connect(meta_db.owner_conninfo) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+        try:
+            if version(cluster) < 160000:
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute("SELECT datatable_roles_guard.drop_login(%s)", [name])
+                assert exists(cluster, name) is True
+            else:
+                conn.execute("SELECT datatable_roles_guard.drop_login(%s)", [name])
+                assert exists(cluster, name) is None
+        finally:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+    assert exists(cluster, cluster.worker) is not None
