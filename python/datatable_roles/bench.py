@@ -25,11 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from .bench_anchor import measure_anchor
 from .bench_config import FULL, QUICK, Config, log
 from .bench_directory import measure_directory
 from .bench_measure import (Pgbench, Results, measure_connect, measure_first_use,
                             measure_resolve, measure_sweep, measure_touch)
+from .bench_pgbouncer import measure_pgbouncer
 from .bench_report import render_table
+from .bench_scale import measure_concurrency, measure_scale_logins
 from .bench_security import measure_heal_check, measure_quarantine_sweep, measure_rotation
 from .bench_world import World
 from .devcluster import Cluster
@@ -67,6 +70,10 @@ def run(cluster: Cluster, cfg: Config, command: str, quick: bool) -> str:
         measure_rotation(world, results)
         measure_quarantine_sweep(world, results)
         measure_directory(world, pgbench, results)
+        measure_pgbouncer(world, results)
+        measure_anchor(world, pgbench, results)
+        measure_concurrency(world, pgbench, results)
+        measure_scale_logins(world, pgbench, results)  # last: it leaves its logins
         results.notes.append(SHARED_CLUSTER_NOTE)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
