@@ -353,3 +353,29 @@ def test_the_switch_does_not_outlive_the_preview_nor_can_it_be_set(world, sessio
         owner.execute("SELECT set_config('datatable_roles.preview', txid_current()::text, false)")
         owner.execute("SELECT retire_role_set_logins_of(%s)", [w.a])
     assert not any(sessions.alive().values()), sessions.alive()
+
+
+# ---- the CLI ----------------------------------------------------------------------------------
+
+def test_cli_usable_roles_and_preview_change(world, sessions, capsys):
+    from datatable_roles.cli import main
+
+    w = world
+    got = logins_in_use(w, sessions)
+    # the worker may run usable-roles; vic is a tenant of a and b, and there is no default
+    assert main(["--dsn", w.meta.worker_conninfo, "--json", "usable-roles", WS, DT, "vic"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["role"] for r in data if r["source"] == "named"] == [w.a, w.b]
+    assert main(["--dsn", w.meta.worker_conninfo, "usable-roles", WS, DT, "vic"]) == 0
+    out = capsys.readouterr().out
+    assert f"vic may name: {w.a}, {w.b}" in out and "refused [R5; default: none]" in out
+    assert main(["--dsn", w.meta.owner_conninfo, "--json", "preview-change", "remove", w.a,
+                 "--workspace", WS, "--datatable", DT]) == 0
+    assert json.loads(capsys.readouterr().out) == preview(w, "remove", w.a, WS, DT)
+    assert main(["--dsn", w.meta.owner_conninfo, "preview-change", "disable", w.b]) == 0
+    out = capsys.readouterr().out
+    assert "disable " + w.b + ": 2 login(s) retired" in out and got["b"].login in out
+    assert all(sessions.alive().values())
+    # the worker may not preview
+    assert main(["--dsn", w.meta.worker_conninfo, "preview-change", "disable", w.b]) == 1
+    assert "PermissionDenied" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Command line interface: ``datatable-roles`` (also ``python -m datatable_roles``).
 
-Commands: migrate, status, explain, sweep, lint-policies, doctor, demo. Global options: ``--dsn``
+Commands: migrate, status, explain, sweep, lint-policies, doctor, usable-roles,
+preview-change, demo. Global options: ``--dsn``
 (libpq conninfo or URL of the metadata database, for every command; empty: the PG*
 environment variables) and ``--json`` (machine output; also accepted after the command).
 Exit codes (:data:`EXIT_CODES`): 0 ok, 1 error, 2 usage, 3 the answer is no (explain: a
@@ -134,6 +135,42 @@ def database_params(value: str) -> dict[str, Any]:
     return {"dbname": value}
 
 
+def cmd_usable_roles(args: argparse.Namespace) -> Output:
+    """usable_datatable_roles: the roles a member may name, and what naming none gives."""
+    with metadata_client(args.dsn) as client:
+        rows = client.conn.execute(
+            "SELECT role, source, roles, rule FROM usable_datatable_roles(%s, %s, %s)",
+            [args.workspace, args.datatable, args.username]).fetchall()
+    data = [dict(zip(("role", "source", "roles", "rule"), r)) for r in rows]
+    named = [r["role"] for r in data if r["source"] == "named"]
+    lines = [f"{args.username} may name: {', '.join(named) or '(none)'}"]
+    for r in data:
+        if r["source"] != "named":
+            gives = ", ".join(r["roles"]) if r["roles"] else "refused"
+            lines.append(f"naming no role ({r['source'].replace('_', ' ')}): {gives}"
+                         f" [{r['rule']}; default: {r['role'] or 'none'}]")
+    return Output(data, "\n".join(lines))
+
+
+def cmd_preview_change(args: argparse.Namespace) -> Output:
+    """preview_datatable_role_change: what a change to a role would retire and end."""
+    with metadata_client(args.dsn) as client:
+        report = client.conn.execute(
+            "SELECT preview_datatable_role_change(%s, %s, %s, %s)",
+            [args.change, args.role, args.workspace, args.datatable]).fetchone()[0]
+    lines = [f"{args.change} {report['role']}: {report['retired']} login(s) retired, "
+             f"{report['sessions']['count']} session(s) ended (nothing was changed)"]
+    lines += [f"  data table {t['workspace']}/{t['name']}" + (" (its default)" if t["default"]
+                                                             else "")
+              for t in report["datatables"]]
+    lines += [f"  login {x['login']} on {x['dbname']} ({', '.join(x['roles'])})"
+              f"{'' if x['live'] else ' (already retired)'}: sessions {x['pids'] or 'none'}"
+              for x in report["logins"]]
+    lines += [f"  objects in {o['dbname']} move to {o['moved_to'] or '(dropped)'}"
+              for o in report.get("objects_in", [])]
+    return Output(report, "\n".join(lines))
+
+
 def cmd_doctor(args: argparse.Namespace) -> Output:
     # Not check_installed() first: what is missing is the doctor's to report.
     report = run_doctor(args.dsn)
@@ -240,6 +277,27 @@ def build_parser() -> argparse.ArgumentParser:
                 "readable) and policies naming missing roles. Prints one line per check and "
                 "each problem's fix; exit code 3 when a check failed. As the package owner.")
     p.set_defaults(func=cmd_doctor)
+
+    p = command("usable-roles", "the roles a member may name on a data table",
+                "The roles USERNAME may name on the data table (R1), and what a connection "
+                "naming no role gives a job run as that member, with no viewer and as its "
+                "own viewer (usable_datatable_roles). No tenant list is shown. As the package "
+                "owner or the worker role.")
+    p.add_argument("workspace", metavar="WORKSPACE")
+    p.add_argument("datatable", metavar="DATATABLE")
+    p.add_argument("username", metavar="USERNAME")
+    p.set_defaults(func=cmd_usable_roles)
+
+    p = command("preview-change", "what removing, disabling, retiring or dropping a role "
+                                  "would retire and end (changes nothing)",
+                "The logins the change would retire, the sessions it would end and the data "
+                "tables it touches (preview_datatable_role_change); nothing is changed. "
+                "remove needs --workspace and --datatable. As the package owner.")
+    p.add_argument("change", choices=("remove", "disable", "retire", "drop"))
+    p.add_argument("role", metavar="ROLE")
+    p.add_argument("--workspace")
+    p.add_argument("--datatable")
+    p.set_defaults(func=cmd_preview_change)
 
     p = command("demo", "a tour on a throwaway cluster: per-viewer rows under each default",
                 "Starts a throwaway PostgreSQL cluster, installs the package, builds a sample "
