@@ -12,7 +12,7 @@ from psycopg import sql
 
 from datatable_roles.doctor import Check, DoctorReport, HbaRule, hba_first_match, run_doctor
 from datatable_roles.errors import DatatableRolesError
-from datatable_roles.migrate import functions_digest, migrate
+from datatable_roles.migrate import BOOTSTRAP_SQL, functions_digest, migrate
 from datatable_roles.scram import scram_sha256_verifier
 from support import ACME, DT, WS
 
@@ -147,6 +147,24 @@ def test_functions_digest_changed(env):
         check.detail)
     assert "datatable-roles --dsn <metadata DSN> migrate" in check.fix
     migrate(env.meta.owner_conninfo)  # the fix
+    assert_healthy(doctor(env))
+
+
+def test_a_bootstrap_without_the_role_guard(env):
+    """An install bootstrapped before the role guard: on 16+ the bootstrap check names it
+    (the sweep still works, as the owner, but slower with every role it made); running the
+    bootstrap again is the fix. On 15 the package does not use the guard."""
+    su = env.su(env.meta.name)
+    su.execute("DROP FUNCTION datatable_roles_guard.drop_login(text)")
+    report = doctor(env)
+    if int(su.execute("SHOW server_version_num").fetchone()[0]) < 160000:
+        assert_healthy(report)
+    else:
+        check = only_failure(report, "bootstrap")
+        assert "the role guard datatable_roles_guard.disable_login/drop_login is missing" in (
+            check.detail)
+        assert f"-v owner={env.cluster.owner} -f " in check.fix
+    env.cluster.psql_file(BOOTSTRAP_SQL, env.meta.name, owner=env.cluster.owner)  # the fix
     assert_healthy(doctor(env))
 
 
