@@ -117,7 +117,7 @@ $$;
 
 -- The privileges of an object kind on a server of version p_version.
 CREATE OR REPLACE FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version integer)
-RETURNS text []
+RETURNS text[]
 LANGUAGE sql IMMUTABLE
 AS $$
     SELECT CASE p_kind
@@ -137,13 +137,13 @@ $$;
 CREATE OR REPLACE FUNCTION datatable_roles.acl_check_privileges(
     p_privileges jsonb, p_kind text, p_version integer
 )
-RETURNS text []
+RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     valid text [] := datatable_roles.acl_kind_privileges(p_kind, p_version);
-    wanted text [] := '{}';
+    wanted text [] := '{}'::text [];
     item jsonb;
     p text;
 BEGIN
@@ -264,7 +264,9 @@ $$;
 
 -- Raw grants (aclexplode rows, as the remote read returns them) folded per
 -- grantee: [{role, kind, privileges, grantable}], roles by name.
-CREATE OR REPLACE FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb)
+CREATE OR REPLACE FUNCTION datatable_roles.acl_grants(
+    p_entry datatable_roles.datatable, p_raw jsonb
+)
 RETURNS jsonb
 LANGUAGE sql STABLE
 AS $$
@@ -359,7 +361,11 @@ dep AS (
             SELECT FROM pg_depend AS x JOIN pg_class AS c ON c.oid = x.objid
             WHERE x.classid = 'pg_class'::regclass AND x.objid = d.objid AND c.relkind = 'S'
                 AND x.refclassid = 'pg_class'::regclass AND x.deptype IN ('a', 'i')
-        ) AS follows_table
+        ) AS follows_table,
+        d.classid = 'pg_type'::regclass AND EXISTS (
+            SELECT FROM pg_depend AS x WHERE x.classid = 'pg_type'::regclass AND x.objid = d.objid
+                AND x.refclassid = 'pg_type'::regclass AND x.deptype = 'i'
+        ) AS follows_type
     FROM pg_depend AS d
     CROSS JOIN LATERAL pg_identify_object(d.classid, d.objid, 0) AS i
     WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT ns.oid FROM ns)
@@ -427,7 +433,8 @@ SELECT jsonb_build_object(
     'owned', coalesce((
         SELECT jsonb_agg(jsonb_build_object('type', dep.type, 'identity', dep.identity,
             'owner', pg_get_userbyid(dep.owner), 'typtype', dep.typtype,
-            'extension', dep.extension, 'follows_table', dep.follows_table)
+            'extension', dep.extension, 'follows_table', dep.follows_table,
+            'follows_type', dep.follows_type)
             ORDER BY dep.type, dep.identity COLLATE "C")
         FROM dep WHERE %2$L IS NULL
     ), '[]'::jsonb)
@@ -563,7 +570,7 @@ $$;
 -- The schema names on the search paths of p_snapshot ("$user" stands for
 -- every schema named like a role), unquoted.
 CREATE OR REPLACE FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb)
-RETURNS text []
+RETURNS text[]
 LANGUAGE sql IMMUTABLE
 AS $$
     WITH entries AS (
@@ -594,7 +601,7 @@ AS $$
 $$;
 
 -- A list of names for a message: the first five, and how many more.
-CREATE OR REPLACE FUNCTION datatable_roles.acl_some(p_names text [])
+CREATE OR REPLACE FUNCTION datatable_roles.acl_some(p_names text[])
 RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
@@ -627,13 +634,13 @@ DECLARE
     creator text;
     item jsonb;
     rel jsonb;
-    names text [] := '{}';
-    skipped text [] := '{}';
-    public_on text [] := '{}';
-    no_rls text [] := '{}';
-    not_invoker text [] := '{}';
-    statements text [] := '{}';
-    warnings jsonb := '[]';
+    names text [] := '{}'::text [];
+    skipped text [] := '{}'::text [];
+    public_on text [] := '{}'::text [];
+    no_rls text [] := '{}'::text [];
+    not_invoker text [] := '{}'::text [];
+    statements text [] := '{}'::text [];
+    warnings jsonb := '[]'::jsonb;
     normalized jsonb;
     object_kind text;
     verb text;
@@ -722,7 +729,10 @@ BEGIN
                 statements := statements || format('ALTER SCHEMA %I OWNER TO %I', target ->> 'schema', role_name);
             END IF;
             FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'owned') AS e LOOP
-                IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean THEN
+                -- An owned sequence follows its table; from PostgreSQL 16 on, a
+                -- multirange type follows its range type (15 alters it apart).
+                IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean
+                    OR ((item ->> 'follows_type')::boolean AND version >= 160000) THEN
                     CONTINUE;
                 ELSIF (item ->> 'extension')::boolean THEN
                     names := names || (item ->> 'identity');
@@ -1085,7 +1095,7 @@ $$;
 -- rolls back its own transaction afterwards loses the audit row of a change
 -- that stays applied (docs/acl.md).
 CREATE OR REPLACE FUNCTION public.apply_datatable_acl(
-    workspace text, datatable text, target jsonb, change jsonb, statements text []
+    workspace text, datatable text, target jsonb, change jsonb, statements text[]
 )
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER

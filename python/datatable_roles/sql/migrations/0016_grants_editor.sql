@@ -16,7 +16,7 @@ CREATE TABLE datatable_roles.acl_change (
     dbname text NOT NULL,
     target jsonb NOT NULL,
     change jsonb NOT NULL,
-    statements text [] NOT NULL,
+    statements text[] NOT NULL,
     warnings jsonb NOT NULL DEFAULT '[]'
 );
 
