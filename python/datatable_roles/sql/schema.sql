@@ -22,6 +22,969 @@ CREATE TYPE datatable_roles.decision AS (
 
 ALTER TYPE datatable_roles.decision OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.acl_check_name(p_kind text, p_value jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    v text;
+BEGIN
+    IF p_value IS NULL OR jsonb_typeof(p_value) <> 'string' THEN
+        RAISE EXCEPTION 'the % of a target must be a JSON string', p_kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v := p_value #>> '{}';
+    IF v = '' OR octet_length(v) > 63 THEN
+        RAISE EXCEPTION 'invalid % name %: 1 to 63 bytes', p_kind, quote_literal(left(v, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_kind = 'schema' AND (starts_with(lower(v), 'pg_') OR v = 'information_schema') THEN
+        RAISE EXCEPTION 'schema % is a system schema: the grants editor does not change it',
+            quote_literal(v)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_check_name(p_kind text, p_value jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_check_privileges(p_privileges jsonb, p_kind text, p_version integer) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    valid text [] := datatable_roles.acl_kind_privileges(p_kind, p_version);
+    wanted text [] := '{}'::text [];
+    item jsonb;
+    p text;
+BEGIN
+    IF p_privileges IS NULL OR jsonb_typeof(p_privileges) <> 'array'
+        OR jsonb_array_length(p_privileges) = 0 THEN
+        RAISE EXCEPTION 'the privileges of a change are a non-empty JSON array of names'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = format('Privileges on a %s: %s.', p_kind, array_to_string(valid, ', '));
+    END IF;
+    FOR item IN SELECT e FROM jsonb_array_elements(p_privileges) AS e LOOP
+        IF jsonb_typeof(item) <> 'string' THEN
+            RAISE EXCEPTION 'a privilege must be a JSON string, not %', left(item::text, 80)
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        p := upper(btrim(item #>> '{}'));
+        IF p IN ('ALL', 'ALL PRIVILEGES') THEN
+            wanted := wanted || valid;
+        ELSIF p = 'TEMP' AND p_kind = 'database' THEN
+            wanted := wanted || 'TEMPORARY'::text;
+        ELSIF p = 'MAINTAIN' AND p_kind = 'table' AND p_version < 170000 THEN
+            RAISE EXCEPTION 'privilege MAINTAIN needs PostgreSQL 17 or later: this data table''s server is %',
+                p_version
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = format('Privileges on a table here: %s.', array_to_string(valid, ', '));
+        ELSIF p = ANY(valid) THEN
+            wanted := wanted || p;
+        ELSE
+            RAISE EXCEPTION 'privilege % does not apply to a %', quote_literal(left(item #>> '{}', 80)),
+                p_kind
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = format('Privileges on a %s: %s.', p_kind, array_to_string(valid, ', '));
+        END IF;
+    END LOOP;
+    RETURN ARRAY(SELECT v FROM unnest(valid) WITH ORDINALITY AS u (v, n) WHERE v = ANY(wanted) ORDER BY n);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_check_privileges(p_privileges jsonb, p_kind text, p_version integer) OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.datatable (
+    id bigint NOT NULL,
+    workspace text NOT NULL,
+    name text NOT NULL,
+    governing_id bigint,
+    dbname text,
+    admin_login text,
+    admin_password text,
+    default_role text,
+    admin_tenants text[] DEFAULT '{}'::text[] NOT NULL,
+    admin_verifier text,
+    CONSTRAINT datatable_check CHECK (((governing_id IS NULL) = ((dbname IS NOT NULL) AND (admin_login IS NOT NULL) AND (admin_password IS NOT NULL) AND (default_role IS NOT NULL))))
+);
+
+ALTER TABLE datatable_roles.datatable OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    link datatable_roles.link_credential;
+BEGIN
+    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
+    END IF;
+    IF p_as_link THEN
+        SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
+        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+            datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+    ELSE
+        IF p_entry.admin_verifier IS NOT NULL
+            AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
+            RAISE EXCEPTION 'the password of admin login % was changed outside the package',
+                quote_literal(p_entry.admin_login)
+                USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'admin_password',
+                      HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
+        END IF;
+        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+            datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+    END IF;
+    RETURN 'datatable_roles_acl';
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_disconnect() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_disconnect() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) RETURNS datatable_roles.datatable
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.require_datatable(p_workspace, p_datatable);
+BEGIN
+    IF entry.governing_id IS NOT NULL THEN
+        SELECT g.* INTO entry FROM datatable_roles.datatable AS g WHERE g.id = entry.governing_id;
+    END IF;
+    RETURN entry;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+        'role', CASE WHEN g.public THEN 'PUBLIC' ELSE datatable_roles.acl_label(p_entry, g.grantee) END,
+        'kind', datatable_roles.acl_role_kind(p_entry, g.grantee, g.public),
+        'privileges', g.privileges, 'grantable', g.grantable)
+        ORDER BY g.public DESC, datatable_roles.acl_label(p_entry, g.grantee) COLLATE "C"), '[]'::jsonb)
+    FROM (
+        SELECT e ->> 'grantee' AS grantee, (e ->> 'public')::boolean AS public,
+            jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege') AS privileges,
+            coalesce(jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege')
+                FILTER (WHERE (e ->> 'grantable')::boolean), '[]'::jsonb) AS grantable
+        FROM jsonb_array_elements(coalesce(p_raw, '[]'::jsonb)) AS e
+        GROUP BY 1, 2
+    ) AS g
+$$;
+
+ALTER FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version integer) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE p_kind
+        WHEN 'database' THEN ARRAY['CREATE', 'CONNECT', 'TEMPORARY']
+        WHEN 'schema' THEN ARRAY['USAGE', 'CREATE']
+        WHEN 'table' THEN ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES',
+            'TRIGGER'] || CASE WHEN p_version >= 170000 THEN ARRAY['MAINTAIN'] ELSE '{}' END
+        WHEN 'sequence' THEN ARRAY['USAGE', 'SELECT', 'UPDATE']
+        WHEN 'function' THEN ARRAY['EXECUTE']
+    END
+$$;
+
+ALTER FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version integer) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN p_role = p_entry.admin_login THEN 'admin' ELSE p_role END
+$$;
+
+ALTER FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    WITH entries AS (
+        SELECT btrim(e) AS e
+        FROM jsonb_array_elements_text(
+            coalesce(p_snapshot -> 'paths', '[]'::jsonb)
+            || jsonb_build_array(p_snapshot ->> 'session_search_path')
+        ) AS p (path),
+            regexp_split_to_table(p.path, ',') AS e
+        WHERE p.path IS NOT NULL
+    )
+    SELECT ARRAY(
+        SELECT DISTINCT CASE WHEN e ~ '^".*"$' THEN replace(substr(e, 2, length(e) - 2), '""', '"')
+            ELSE lower(e) END
+        FROM entries WHERE e <> '' AND e <> '"$user"' AND e <> '$user'
+        UNION
+        SELECT s FROM jsonb_array_elements_text(p_snapshot -> 'role_schemas') AS s
+        WHERE EXISTS (SELECT FROM entries WHERE e IN ('"$user"', '$user'))
+    )
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    target jsonb := datatable_roles.acl_target(p_target);
+    tkind text := datatable_roles.acl_target_kind(target);
+    action text;
+    bad text;
+    role_name text;
+    on_what text;
+    snap jsonb;
+    version integer;
+    privs text [];
+    privs_sql text;
+    creators text [];
+    creator text;
+    item jsonb;
+    rel jsonb;
+    names text [] := '{}'::text [];
+    skipped text [] := '{}'::text [];
+    public_on text [] := '{}'::text [];
+    no_rls text [] := '{}'::text [];
+    not_invoker text [] := '{}'::text [];
+    statements text [] := '{}'::text [];
+    warnings jsonb := '[]'::jsonb;
+    normalized jsonb;
+    object_kind text;
+    verb text;
+    qualified text;
+    keyword text;
+    path_schemas text [];
+BEGIN
+    PERFORM datatable_roles.require(p_change, 'change');
+    IF jsonb_typeof(p_change) <> 'object' THEN
+        RAISE EXCEPTION 'a change must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}.';
+    END IF;
+    SELECT k INTO bad FROM jsonb_object_keys(p_change) AS k
+    WHERE k NOT IN ('grant', 'to', 'revoke', 'from', 'on', 'for', 'owner') ORDER BY k LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'unknown key % in a change', quote_literal(left(bad, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A change has grant + to, revoke + from, or owner; on and for are optional.';
+    END IF;
+    IF (p_change ? 'grant')::integer + (p_change ? 'revoke')::integer + (p_change ? 'owner')::integer <> 1 THEN
+        RAISE EXCEPTION 'a change is exactly one of grant, revoke or owner'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    action := CASE WHEN p_change ? 'grant' THEN 'grant' WHEN p_change ? 'revoke' THEN 'revoke'
+        ELSE 'owner' END;
+    IF (action = 'grant' AND (p_change ? 'from' OR NOT p_change ? 'to'))
+        OR (action = 'revoke' AND (p_change ? 'to' OR NOT p_change ? 'from'))
+        OR (action = 'owner' AND (p_change - 'owner') <> '{}'::jsonb) THEN
+        RAISE EXCEPTION 'a change is {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    role_name := datatable_roles.acl_role(p_entry,
+        coalesce(p_change -> 'to', p_change -> 'from', p_change -> 'owner'),
+        CASE action WHEN 'grant' THEN 'to' WHEN 'revoke' THEN 'from' ELSE 'owner' END);
+    IF action <> 'owner' THEN
+        IF p_change ? 'on' AND jsonb_typeof(p_change -> 'on') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION '"on" must be a JSON string' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        on_what := coalesce(p_change ->> 'on', 'target');
+        IF NOT (on_what = 'target'
+            OR (tkind = 'schema' AND on_what IN ('all tables', 'all sequences', 'all functions'))
+            OR (tkind IN ('schema', 'database')
+                AND on_what IN ('future tables', 'future sequences', 'future functions'))
+            OR (tkind = 'database' AND on_what = 'future schemas')) THEN
+            RAISE EXCEPTION '"on": % does not apply to a % target', quote_literal(left(on_what, 80)), tkind
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = CASE tkind
+                          WHEN 'database' THEN 'On the database: target, future tables, future sequences, future functions, future schemas.'
+                          WHEN 'schema' THEN 'On a schema: target, all tables, all sequences, all functions, future tables, future sequences, future functions.'
+                          ELSE 'On a table: target.' END;
+        END IF;
+        IF p_change ? 'for' AND NOT starts_with(on_what, 'future ') THEN
+            RAISE EXCEPTION '"for" goes only with "on": "future ..." (default privileges)'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+
+    snap := datatable_roles.acl_snapshot(p_entry, target, role_name);
+    version := (snap ->> 'version')::integer;
+    rel := CASE WHEN tkind = 'table' THEN snap -> 'relations' -> 0 END;
+    path_schemas := datatable_roles.acl_path_schemas(snap);
+
+    ---------------------------------------------------------------- owner
+    IF action = 'owner' THEN
+        normalized := jsonb_build_object('owner', p_change -> 'owner');
+        IF tkind = 'database' THEN
+            RAISE EXCEPTION 'the database of a data table stays owned by its admin login'
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Hand over a schema or a table instead.';
+        END IF;
+        IF tkind = 'schema' THEN
+            IF role_name <> p_entry.admin_login AND NOT (snap -> 'database' ->> 'subject_create')::boolean THEN
+                RAISE EXCEPTION 'role % may not own schema %: it has no CREATE on database %',
+                    quote_literal(role_name), quote_literal(target ->> 'schema'), quote_literal(p_entry.dbname)
+                    USING ERRCODE = 'insufficient_privilege',
+                          HINT = 'PostgreSQL lets a schema pass only to a role that may CREATE in the database. Grant it first (a change of its own, on {"database": true}), or hand the schema to admin.';
+            END IF;
+            IF NOT datatable_roles.acl_reachable(p_entry, snap -> 'schema' ->> 'owner') THEN
+                RAISE EXCEPTION 'schema % is owned by %, which is neither admin nor a catalog role',
+                    quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            IF snap -> 'schema' ->> 'owner' <> role_name AND NOT (role_name = p_entry.admin_login
+                AND snap -> 'schema' ->> 'owner' = 'pg_database_owner') THEN
+                statements := statements || format('ALTER SCHEMA %I OWNER TO %I', target ->> 'schema', role_name);
+            END IF;
+            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'owned') AS e LOOP
+                -- An owned sequence follows its table; from PostgreSQL 16 on, a
+                -- multirange type follows its range type (15 alters it apart).
+                IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean
+                    OR ((item ->> 'follows_type')::boolean AND version >= 160000) THEN
+                    CONTINUE;
+                ELSIF (item ->> 'extension')::boolean THEN
+                    names := names || (item ->> 'identity');
+                    CONTINUE;
+                ELSIF (item ->> 'type') IN ('text search parser', 'text search template')
+                    OR NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+                    skipped := skipped || format('%s %s (owner %s)', item ->> 'type', item ->> 'identity',
+                        item ->> 'owner');
+                    CONTINUE;
+                END IF;
+                keyword := CASE item ->> 'type'
+                    WHEN 'type' THEN CASE WHEN item ->> 'typtype' = 'd' THEN 'DOMAIN' ELSE 'TYPE' END
+                    WHEN 'composite type' THEN 'TYPE'
+                    WHEN 'statistics object' THEN 'STATISTICS'
+                    ELSE upper(item ->> 'type') END;
+                IF keyword NOT IN ('TABLE', 'VIEW', 'MATERIALIZED VIEW', 'FOREIGN TABLE', 'SEQUENCE',
+                    'TYPE', 'DOMAIN', 'FUNCTION', 'PROCEDURE', 'AGGREGATE', 'OPERATOR',
+                    'OPERATOR CLASS', 'OPERATOR FAMILY', 'COLLATION', 'CONVERSION',
+                    'TEXT SEARCH DICTIONARY', 'TEXT SEARCH CONFIGURATION', 'STATISTICS') THEN
+                    skipped := skipped || format('%s %s (no ALTER ... OWNER TO for it)', item ->> 'type',
+                        item ->> 'identity');
+                    CONTINUE;
+                END IF;
+                -- identity is pg_identify_object's: schema-qualified, every name quoted.
+                statements := statements || format('ALTER %s %s OWNER TO %I', keyword,
+                    item ->> 'identity', role_name);
+            END LOOP;
+            IF cardinality(names) > 0 THEN
+                warnings := warnings || datatable_roles.acl_warning('extension_member', format(
+                    'left out, as members of an extension (ALTER EXTENSION ... decides them): %s',
+                    datatable_roles.acl_some(names)));
+            END IF;
+        ELSE
+            IF (rel ->> 'owned_by') IS NOT NULL THEN
+                RAISE EXCEPTION 'sequence %.% belongs to %: its owner follows the table''s',
+                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'), rel ->> 'owned_by'
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'Hand over the table instead.';
+            END IF;
+            IF NOT datatable_roles.acl_reachable(p_entry, rel ->> 'owner') THEN
+                RAISE EXCEPTION '%.% is owned by %, which is neither admin nor a catalog role',
+                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'),
+                    quote_literal(rel ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            IF rel ->> 'owner' <> role_name THEN
+                IF NOT (snap -> 'schema' ->> 'subject_create')::boolean THEN
+                    RAISE EXCEPTION 'role % may not own %.%: it has no CREATE on schema %',
+                        quote_literal(role_name), quote_ident(target ->> 'schema'),
+                        quote_ident(target ->> 'table'), quote_literal(target ->> 'schema')
+                        USING ERRCODE = 'insufficient_privilege',
+                              HINT = 'PostgreSQL lets an object pass only to a role that may CREATE in its schema. Grant CREATE on the schema first (a change of its own), or hand the whole schema over.';
+                END IF;
+                statements := statements || format('ALTER %s %I.%I OWNER TO %I',
+                    datatable_roles.acl_relkind_keyword(rel ->> 'relkind'),
+                    target ->> 'schema', target ->> 'table', role_name);
+            END IF;
+        END IF;
+        IF cardinality(skipped) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('left_out', format(
+                'left out (their owner is neither admin nor a catalog role, or they have no owner to change): %s',
+                datatable_roles.acl_some(skipped)));
+        END IF;
+        IF role_name <> p_entry.admin_login AND cardinality(statements) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('owner_bypasses_rls', format(
+                '%s will own what it is handed: an owner bypasses row-level security (unless FORCE ROW LEVEL SECURITY), may alter, drop and grant it, and every login holding %s gets that',
+                role_name, role_name));
+        END IF;
+        IF (snap -> (CASE WHEN tkind = 'table' THEN 'relations' ELSE 'schema' END)) @? '$.**.public ? (@ == true)' THEN
+            warnings := warnings || datatable_roles.acl_warning('public_grant', format(
+                'PUBLIC holds privileges on %s: every role reaches it, whoever owns it',
+                CASE WHEN tkind = 'table' THEN format('%I.%I', target ->> 'schema', target ->> 'table')
+                    ELSE format('schema %I', target ->> 'schema') END));
+        END IF;
+        IF cardinality(statements) = 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
+                '%s owns it all already', datatable_roles.acl_label(p_entry, role_name)));
+        END IF;
+        RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
+            'target', target, 'change', normalized,
+            'statements', to_jsonb(statements), 'warnings', warnings);
+    END IF;
+
+    ---------------------------------------------------------------- grant / revoke
+    object_kind := CASE
+        WHEN on_what = 'target' AND tkind = 'table' AND rel ->> 'relkind' = 'S' THEN 'sequence'
+        WHEN on_what = 'target' THEN tkind
+        WHEN on_what IN ('all tables', 'future tables') THEN 'table'
+        WHEN on_what IN ('all sequences', 'future sequences') THEN 'sequence'
+        WHEN on_what IN ('all functions', 'future functions') THEN 'function'
+        ELSE 'schema' END;
+    privs := datatable_roles.acl_check_privileges(p_change -> action, object_kind, version);
+    privs_sql := array_to_string(privs, ', ');
+    verb := CASE action WHEN 'grant' THEN 'GRANT %s ON %s TO %I' ELSE 'REVOKE %s ON %s FROM %I' END;
+    IF action = 'grant' AND object_kind = 'database' AND 'CONNECT' = ANY(privs)
+        AND role_name <> p_entry.admin_login THEN
+        RAISE EXCEPTION 'CONNECT is never granted to a catalog role: every login holding % could then connect to %',
+            quote_literal(role_name), quote_literal(p_entry.dbname)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Logins handed to jobs get CONNECT on their one database from the package itself.';
+    END IF;
+
+    IF on_what = 'target' THEN
+        IF tkind = 'database' THEN
+            statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
+            IF snap -> 'database' -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                public_on := public_on || format('database %I', p_entry.dbname);
+            END IF;
+        ELSIF tkind = 'schema' THEN
+            IF NOT datatable_roles.acl_reachable(p_entry, snap -> 'schema' ->> 'owner') THEN
+                RAISE EXCEPTION 'schema % is owned by %, which is neither admin nor a catalog role',
+                    quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
+            IF snap -> 'schema' -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                public_on := public_on || format('schema %I', target ->> 'schema');
+            END IF;
+        ELSE
+            IF NOT datatable_roles.acl_reachable(p_entry, rel ->> 'owner') THEN
+                RAISE EXCEPTION '%.% is owned by %, which is neither admin nor a catalog role',
+                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'),
+                    quote_literal(rel ->> 'owner')
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            qualified := format('%I.%I', target ->> 'schema', target ->> 'table');
+            statements := statements || format(verb, privs_sql,
+                CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
+            IF rel -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                public_on := public_on || qualified;
+            END IF;
+            IF rel ->> 'relkind' IN ('r', 'p', 'm', 'f') AND NOT (rel ->> 'row_security')::boolean THEN
+                no_rls := no_rls || qualified;
+            ELSIF rel ->> 'relkind' = 'v' AND NOT (rel ->> 'security_invoker')::boolean THEN
+                not_invoker := not_invoker || qualified;
+            END IF;
+        END IF;
+    ELSIF starts_with(on_what, 'all ') THEN
+        IF object_kind = 'function' THEN
+            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'routines') AS e LOOP
+                IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+                    skipped := skipped || format('%s (owner %s)', item ->> 'identity', item ->> 'owner');
+                    CONTINUE;
+                END IF;
+                names := names || (item ->> 'identity');
+                IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                    public_on := public_on || (item ->> 'identity');
+                END IF;
+            END LOOP;
+            IF cardinality(names) > 0 THEN
+                statements := statements || format(verb, privs_sql,
+                    'ROUTINE ' || array_to_string(names, ', '), role_name);
+            END IF;
+        ELSE
+            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'relations') AS e LOOP
+                IF (object_kind = 'sequence') <> (item ->> 'relkind' = 'S') THEN
+                    CONTINUE;
+                END IF;
+                qualified := format('%I.%I', target ->> 'schema', item ->> 'name');
+                IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+                    skipped := skipped || format('%s (owner %s)', qualified, item ->> 'owner');
+                    CONTINUE;
+                END IF;
+                names := names || qualified;
+                IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
+                    public_on := public_on || qualified;
+                END IF;
+                IF item ->> 'relkind' IN ('r', 'p', 'm', 'f') AND NOT (item ->> 'row_security')::boolean THEN
+                    no_rls := no_rls || qualified;
+                ELSIF item ->> 'relkind' = 'v' AND NOT (item ->> 'security_invoker')::boolean THEN
+                    not_invoker := not_invoker || qualified;
+                END IF;
+            END LOOP;
+            IF cardinality(names) > 0 THEN
+                statements := statements || format(verb, privs_sql,
+                    CASE object_kind WHEN 'sequence' THEN 'SEQUENCE ' ELSE 'TABLE ' END
+                    || array_to_string(names, ', '), role_name);
+            END IF;
+        END IF;
+        IF cardinality(names) = 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
+                'schema %I has no %s the package can act on', target ->> 'schema', substr(on_what, 5)));
+        END IF;
+        IF cardinality(skipped) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('left_out', format(
+                'left out, as their owner is neither admin nor a catalog role (a set login''s objects are its own): %s',
+                datatable_roles.acl_some(skipped)));
+        END IF;
+    ELSE
+        -- Default privileges: one statement per creating role.
+        IF p_change ? 'for' THEN
+            IF jsonb_typeof(p_change -> 'for') <> 'array' OR jsonb_array_length(p_change -> 'for') = 0 THEN
+                RAISE EXCEPTION '"for" is a non-empty JSON array of role names'
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            creators := ARRAY(
+                SELECT DISTINCT datatable_roles.acl_role(p_entry, e, 'for')
+                FROM jsonb_array_elements(p_change -> 'for') AS e ORDER BY 1);
+        ELSE
+            creators := ARRAY(
+                SELECT p_entry.admin_login
+                UNION
+                SELECT r.name FROM datatable_roles.datatable_role AS m
+                JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                WHERE m.datatable_id = p_entry.id AND r.name <> role_name
+                ORDER BY 1);
+        END IF;
+        FOREACH creator IN ARRAY creators LOOP
+            statements := statements || format('ALTER DEFAULT PRIVILEGES FOR ROLE %I%s %s',
+                creator,
+                CASE WHEN tkind = 'schema' THEN format(' IN SCHEMA %I', target ->> 'schema') ELSE '' END,
+                format(verb, privs_sql, upper(substr(on_what, 8)), role_name));
+        END LOOP;
+        warnings := warnings || datatable_roles.acl_warning('default_privileges', format(
+            'default privileges bind only %s created later by %s%s; objects that exist now are not touched (use "all %s"), and objects a set login (a job holding several roles) creates are its own and are not covered',
+            substr(on_what, 8),
+            array_to_string(ARRAY(SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c), ', '),
+            CASE WHEN tkind = 'schema' THEN format(' in schema %I', target ->> 'schema') ELSE ' in any schema' END,
+            substr(on_what, 8)));
+        IF action = 'grant' AND on_what = 'future tables' THEN
+            warnings := warnings || datatable_roles.acl_warning('rls_disabled',
+                'tables are created with row-level security disabled: enable it on each new table before its rows matter (ALTER TABLE ... ENABLE ROW LEVEL SECURITY)');
+        ELSIF on_what = 'future functions' THEN
+            warnings := warnings || datatable_roles.acl_warning('public_grant',
+                'PUBLIC gets EXECUTE on every new function by default, unless default privileges revoke it');
+        END IF;
+        IF snap -> 'default_acl' @? '$[*].grants[*] ? (@.public == true)' THEN
+            warnings := warnings || datatable_roles.acl_warning('public_grant',
+                'default privileges here grant to PUBLIC: every role reaches those objects when they are created');
+        END IF;
+    END IF;
+
+    IF action = 'grant' THEN
+        IF 'CREATE' = ANY(privs) AND object_kind = 'schema' AND (
+            (on_what = 'target' AND (target ->> 'schema') = ANY(path_schemas))
+            OR on_what = 'future schemas') THEN
+            warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
+                'CREATE on %s, which %s on a default search_path (%s): %s can create objects that shadow those other roles, the admin login among them, find there (CVE-2018-1058)',
+                CASE WHEN on_what = 'target' THEN format('schema %I', target ->> 'schema') ELSE 'new schemas' END,
+                CASE WHEN on_what = 'target' THEN 'is' ELSE 'may be' END,
+                array_to_string(path_schemas, ', '), role_name));
+        ELSIF 'CREATE' = ANY(privs) AND object_kind = 'database' THEN
+            warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
+                'CREATE on database %I lets %s create schemas; one named like a role is first on that role''s search_path ("$user"), and objects there shadow the ones it means (CVE-2018-1058)',
+                p_entry.dbname, role_name));
+        END IF;
+        IF cardinality(no_rls) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('rls_disabled', format(
+                'row-level security is disabled (or impossible) on %s: every login holding %s reaches all its rows',
+                datatable_roles.acl_some(no_rls), role_name));
+        END IF;
+        IF cardinality(not_invoker) > 0 THEN
+            warnings := warnings || datatable_roles.acl_warning('view_not_invoker', format(
+                'view %s is not security_invoker: it reads its tables as its owner, so %s reaches the rows its owner reaches, not its own (ALTER VIEW ... SET (security_invoker = true))',
+                datatable_roles.acl_some(not_invoker), role_name));
+        END IF;
+    END IF;
+    IF cardinality(public_on) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('public_grant', format(
+            'PUBLIC holds privileges on %s: every role reaches it, whatever is granted or revoked here',
+            datatable_roles.acl_some(public_on)));
+    END IF;
+    normalized := jsonb_build_object(action, to_jsonb(privs),
+        CASE action WHEN 'grant' THEN 'to' ELSE 'from' END, p_change -> CASE action WHEN 'grant' THEN 'to' ELSE 'from' END,
+        'on', on_what);
+    IF starts_with(on_what, 'future ') THEN
+        normalized := normalized || jsonb_build_object('for', to_jsonb(ARRAY(
+            SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c)));
+    END IF;
+    RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
+        'target', target, 'change', normalized,
+        'statements', to_jsonb(statements), 'warnings', warnings);
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT p_owner IN (p_entry.admin_login, 'pg_database_owner')
+        OR EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.name = p_owner)
+$$;
+
+ALTER FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT format($q$
+WITH ns AS (
+    SELECT n.oid, n.nspname, n.nspowner, n.nspacl FROM pg_namespace AS n WHERE n.nspname = %1$L
+),
+rel AS (
+    SELECT c.oid, c.relname, c.relkind, c.relowner, c.relacl, c.relrowsecurity,
+        c.relforcerowsecurity,
+        coalesce((SELECT o.option_value::boolean FROM pg_options_to_table(c.reloptions) AS o
+            WHERE o.option_name = 'security_invoker'), false) AS invoker,
+        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_class'::regclass
+            AND x.objid = c.oid AND x.deptype = 'e') AS extension,
+        (SELECT (pg_identify_object('pg_class'::regclass, t.oid, 0)).identity
+        FROM pg_depend AS x JOIN pg_class AS t ON t.oid = x.refobjid
+            WHERE x.classid = 'pg_class'::regclass AND x.objid = c.oid
+                AND x.refclassid = 'pg_class'::regclass AND x.deptype IN ('a', 'i')
+                AND c.relkind = 'S' LIMIT 1) AS owned_by
+    FROM pg_class AS c JOIN ns ON ns.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+),
+dep AS (
+    SELECT d.classid, d.objid, i.type, i.identity,
+        CASE d.classid
+            WHEN 'pg_class'::regclass THEN (SELECT c.relowner FROM pg_class AS c WHERE c.oid = d.objid)
+            WHEN 'pg_proc'::regclass THEN (SELECT p.proowner FROM pg_proc AS p WHERE p.oid = d.objid)
+            WHEN 'pg_type'::regclass THEN (SELECT t.typowner FROM pg_type AS t WHERE t.oid = d.objid)
+            WHEN 'pg_operator'::regclass
+                THEN (SELECT o.oprowner FROM pg_operator AS o WHERE o.oid = d.objid)
+            WHEN 'pg_opclass'::regclass
+                THEN (SELECT o.opcowner FROM pg_opclass AS o WHERE o.oid = d.objid)
+            WHEN 'pg_opfamily'::regclass
+                THEN (SELECT o.opfowner FROM pg_opfamily AS o WHERE o.oid = d.objid)
+            WHEN 'pg_collation'::regclass
+                THEN (SELECT o.collowner FROM pg_collation AS o WHERE o.oid = d.objid)
+            WHEN 'pg_conversion'::regclass
+                THEN (SELECT o.conowner FROM pg_conversion AS o WHERE o.oid = d.objid)
+            WHEN 'pg_ts_dict'::regclass
+                THEN (SELECT o.dictowner FROM pg_ts_dict AS o WHERE o.oid = d.objid)
+            WHEN 'pg_ts_config'::regclass
+                THEN (SELECT o.cfgowner FROM pg_ts_config AS o WHERE o.oid = d.objid)
+            WHEN 'pg_statistic_ext'::regclass
+                THEN (SELECT o.stxowner FROM pg_statistic_ext AS o WHERE o.oid = d.objid)
+        END AS owner,
+        CASE WHEN d.classid = 'pg_type'::regclass
+            THEN (SELECT t.typtype FROM pg_type AS t WHERE t.oid = d.objid) END AS typtype,
+        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = d.classid AND x.objid = d.objid
+            AND x.deptype = 'e') AS extension,
+        d.classid = 'pg_class'::regclass AND EXISTS (
+            SELECT FROM pg_depend AS x JOIN pg_class AS c ON c.oid = x.objid
+            WHERE x.classid = 'pg_class'::regclass AND x.objid = d.objid AND c.relkind = 'S'
+                AND x.refclassid = 'pg_class'::regclass AND x.deptype IN ('a', 'i')
+        ) AS follows_table,
+        d.classid = 'pg_type'::regclass AND EXISTS (
+            SELECT FROM pg_depend AS x WHERE x.classid = 'pg_type'::regclass AND x.objid = d.objid
+                AND x.refclassid = 'pg_type'::regclass AND x.deptype = 'i'
+        ) AS follows_type
+    FROM pg_depend AS d
+    CROSS JOIN LATERAL pg_identify_object(d.classid, d.objid, 0) AS i
+    WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT ns.oid FROM ns)
+        AND d.deptype = 'n'
+)
+SELECT jsonb_build_object(
+    'version', current_setting('server_version_num')::integer,
+    'paths', to_jsonb(ARRAY(
+        SELECT s.boot_val FROM pg_settings AS s WHERE s.name = 'search_path'
+        UNION ALL
+        SELECT s.reset_val FROM pg_settings AS s WHERE s.name = 'search_path'
+        UNION ALL
+        SELECT substr(cfg, 13) FROM pg_db_role_setting AS s, unnest(s.setconfig) AS cfg
+        WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_database AS d
+            WHERE d.datname = current_database()))
+            AND starts_with(cfg, 'search_path=')
+    )),
+    'role_schemas', to_jsonb(ARRAY(
+        SELECT n.nspname::text FROM pg_namespace AS n
+        WHERE EXISTS (SELECT FROM pg_roles AS r WHERE r.rolname = n.nspname) ORDER BY 1
+    )),
+    'database', (
+        SELECT jsonb_build_object('name', d.datname, 'owner', pg_get_userbyid(d.datdba),
+            'grants', %4$s,
+            'subject_create', has_database_privilege(%3$L::name, d.oid, 'CREATE'))
+        FROM pg_database AS d WHERE d.datname = current_database()
+    ),
+    'schemas', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('name', n.nspname, 'owner', pg_get_userbyid(n.nspowner))
+            ORDER BY n.nspname COLLATE "C")
+        FROM pg_namespace AS n
+        WHERE n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
+    ), '[]'::jsonb),
+    'schema', (
+        SELECT jsonb_build_object('name', ns.nspname, 'owner', pg_get_userbyid(ns.nspowner),
+            'grants', %5$s,
+            'subject_create', has_schema_privilege(%3$L::name, ns.oid, 'CREATE'))
+        FROM ns
+    ),
+    'relations', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('name', rel.relname, 'relkind', rel.relkind,
+            'owner', pg_get_userbyid(rel.relowner), 'row_security', rel.relrowsecurity,
+            'force_row_security', rel.relforcerowsecurity, 'security_invoker', rel.invoker,
+            'extension', rel.extension, 'owned_by', rel.owned_by, 'grants', %6$s)
+            ORDER BY rel.relname COLLATE "C")
+        FROM rel WHERE %2$L IS NULL OR rel.relname = %2$L
+    ), '[]'::jsonb),
+    'routines', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'identity', (pg_identify_object('pg_proc'::regclass, p.oid, 0)).identity,
+            'prokind', p.prokind, 'owner', pg_get_userbyid(p.proowner),
+            'extension', EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_proc'::regclass
+                AND x.objid = p.oid AND x.deptype = 'e'),
+            'grants', %7$s)
+            ORDER BY (pg_identify_object('pg_proc'::regclass, p.oid, 0)).identity COLLATE "C")
+        FROM pg_proc AS p WHERE p.pronamespace = (SELECT ns.oid FROM ns) AND %2$L IS NULL
+    ), '[]'::jsonb),
+    'default_acl', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('for_role', pg_get_userbyid(a.defaclrole),
+            'objtype', a.defaclobjtype, 'grants', %8$s)
+            ORDER BY pg_get_userbyid(a.defaclrole) COLLATE "C", a.defaclobjtype)
+        FROM pg_default_acl AS a
+        WHERE %2$L IS NULL AND a.defaclnamespace = coalesce((SELECT ns.oid FROM ns), 0)
+    ), '[]'::jsonb),
+    'owned', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('type', dep.type, 'identity', dep.identity,
+            'owner', pg_get_userbyid(dep.owner), 'typtype', dep.typtype,
+            'extension', dep.extension, 'follows_table', dep.follows_table,
+            'follows_type', dep.follows_type)
+            ORDER BY dep.type, dep.identity COLLATE "C")
+        FROM dep WHERE %2$L IS NULL
+    ), '[]'::jsonb)
+)::text
+$q$, p_schema, p_table, p_subject,
+        datatable_roles.acl_sql_grants('coalesce(d.datacl, acldefault(''d'', d.datdba))'),
+        datatable_roles.acl_sql_grants('coalesce(ns.nspacl, acldefault(''n'', ns.nspowner))'),
+        datatable_roles.acl_sql_grants(
+            'coalesce(rel.relacl, acldefault(CASE WHEN rel.relkind = ''S'' THEN ''s'' ELSE ''r'' END::"char", rel.relowner))'),
+        datatable_roles.acl_sql_grants('coalesce(p.proacl, acldefault(''f'', p.proowner))'),
+        datatable_roles.acl_sql_grants('a.defaclacl'))
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE p_relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+        WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END
+$$;
+
+ALTER FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_relkind_name(p_relkind text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE p_relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table'
+        WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table'
+        WHEN 'S' THEN 'sequence' END
+$$;
+
+ALTER FUNCTION datatable_roles.acl_relkind_name(p_relkind text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_role(p_entry datatable_roles.datatable, p_name jsonb, p_key text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    v_name text;
+    mapped text;
+BEGIN
+    IF p_name IS NULL OR jsonb_typeof(p_name) <> 'string' THEN
+        RAISE EXCEPTION 'a change needs "%": a role name (admin, or a catalog role of the map)', p_key
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_name := p_name #>> '{}';
+    IF v_name = 'admin' THEN
+        RETURN p_entry.admin_login;
+    END IF;
+    IF lower(v_name) = 'public' THEN
+        RAISE EXCEPTION 'the grants editor does not name PUBLIC: name admin or a catalog role of the map'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT r.name INTO mapped
+    FROM datatable_roles.datatable_role AS m
+    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+    WHERE m.datatable_id = p_entry.id AND r.name = v_name;
+    IF mapped IS NULL THEN
+        RAISE EXCEPTION 'role % is not admin or a catalog role of the map of data table %/%',
+            quote_literal(left(v_name, 80)), p_entry.workspace, p_entry.name
+            USING ERRCODE = 'no_data_found',
+                  HINT = coalesce(format('Did you mean %s? ', quote_literal(
+                      datatable_roles.nearest_name(v_name, ARRAY(
+                          SELECT r.name FROM datatable_roles.datatable_role AS m
+                          JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                          WHERE m.datatable_id = p_entry.id ORDER BY r.name) || 'admin'::text))), '')
+                      || 'Put a catalog role in the map with set_datatable_role_tenants.';
+    END IF;
+    RETURN mapped;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_role(p_entry datatable_roles.datatable, p_name jsonb, p_key text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_role_kind(p_entry datatable_roles.datatable, p_role text, p_public boolean) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN p_public THEN 'PUBLIC'
+        WHEN p_role = p_entry.admin_login THEN 'admin'
+        WHEN EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.name = p_role)
+            THEN 'catalog'
+        ELSE 'other' END
+$$;
+
+ALTER FUNCTION datatable_roles.acl_role_kind(p_entry datatable_roles.datatable, p_role text, p_public boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_snapshot(p_entry datatable_roles.datatable, p_target jsonb, p_subject text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    conn text := datatable_roles.acl_connect(p_entry, false);
+    session_path text;
+    snap text;
+    result jsonb;
+BEGIN
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+        -- Qualified: the session's search_path is not pinned yet.
+        SELECT v.p INTO session_path
+        FROM datatable_roles_dblink.dblink(conn, 'SELECT pg_catalog.current_setting(''search_path'')')
+            AS v (p text);
+        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET search_path = pg_catalog, pg_temp');
+        SELECT v.j INTO snap
+        FROM datatable_roles_dblink.dblink(conn, datatable_roles.acl_read_sql(
+            p_target ->> 'schema', p_target ->> 'table', p_subject)) AS v (j text);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM datatable_roles.acl_disconnect();
+        RAISE;
+    END;
+    PERFORM datatable_roles.acl_disconnect();
+    result := snap::jsonb || jsonb_build_object('session_search_path', session_path);
+    IF p_target ? 'schema' AND jsonb_typeof(result -> 'schema') IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'schema % does not exist in database % of data table %/%',
+            quote_literal(p_target ->> 'schema'), quote_literal(p_entry.dbname),
+            p_entry.workspace, p_entry.name
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'datatable_acl(workspace, datatable, ''{"database": true}'') lists its schemas.';
+    END IF;
+    IF p_target ? 'table' AND jsonb_array_length(result -> 'relations') = 0 THEN
+        RAISE EXCEPTION 'table % does not exist in schema % of data table %/%',
+            quote_literal(p_target ->> 'table'), quote_literal(p_target ->> 'schema'),
+            p_entry.workspace, p_entry.name
+            USING ERRCODE = 'no_data_found',
+                  HINT = 'datatable_acl(workspace, datatable, ''{"schema": "<schema>"}'') lists its tables.';
+    END IF;
+    RETURN result;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_snapshot(p_entry datatable_roles.datatable, p_target jsonb, p_subject text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_some(p_names text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT array_to_string(p_names[1:5], ', ')
+        || CASE WHEN cardinality(p_names) > 5
+            THEN format(' and %s more', cardinality(p_names) - 5) ELSE '' END
+$$;
+
+ALTER FUNCTION datatable_roles.acl_some(p_names text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_sql_grants(p_acl text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT format($q$(SELECT coalesce(jsonb_agg(jsonb_build_object(
+        'grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END,
+        'public', a.grantee = 0, 'privilege', a.privilege_type, 'grantable', a.is_grantable)
+        ORDER BY a.grantee, a.privilege_type), '[]'::jsonb) FROM aclexplode(%s) AS a)$q$, p_acl)
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_sql_grants(p_acl text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_target(p_target jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    bad text;
+    result jsonb;
+BEGIN
+    PERFORM datatable_roles.require(p_target, 'target');
+    IF jsonb_typeof(p_target) <> 'object' THEN
+        RAISE EXCEPTION 'a target must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"database": true}, {"schema": "s"} or {"schema": "s", "table": "t"}.';
+    END IF;
+    SELECT k INTO bad FROM jsonb_object_keys(p_target) AS k
+    WHERE k NOT IN ('database', 'schema', 'table') ORDER BY k LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'unknown key % in a target', quote_literal(left(bad, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"database": true}, {"schema": "s"} or {"schema": "s", "table": "t"}.';
+    END IF;
+    IF p_target ? 'database' THEN
+        IF p_target <> '{"database": true}'::jsonb THEN
+            RAISE EXCEPTION 'a database target is {"database": true}, with nothing else'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        RETURN p_target;
+    END IF;
+    IF NOT p_target ? 'schema' THEN
+        RAISE EXCEPTION 'a target names the database or a schema'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"database": true}, {"schema": "s"} or {"schema": "s", "table": "t"}.';
+    END IF;
+    result := jsonb_build_object('schema',
+        datatable_roles.acl_check_name('schema', p_target -> 'schema'));
+    IF p_target ? 'table' THEN
+        result := result || jsonb_build_object('table',
+            datatable_roles.acl_check_name('table', p_target -> 'table'));
+    END IF;
+    RETURN result;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_target(p_target jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_target_kind(p_target jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN p_target ? 'database' THEN 'database'
+        WHEN p_target ? 'table' THEN 'table' ELSE 'schema' END
+$$;
+
+ALTER FUNCTION datatable_roles.acl_target_kind(p_target jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_warning(p_code text, p_message text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT jsonb_build_object('code', p_code, 'message', p_message)
+$$;
+
+ALTER FUNCTION datatable_roles.acl_warning(p_code text, p_message text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -538,6 +1501,36 @@ $$;
 
 ALTER FUNCTION datatable_roles.directory_workspace_exists(p_workspace text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.disable_login(p_login text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF datatable_roles.guard_changes_roles() THEN
+        PERFORM datatable_roles_guard.disable_login(p_login);
+    ELSE
+        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.disable_login(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.drop_login(p_login text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF datatable_roles.guard_changes_roles() THEN
+        PERFORM datatable_roles_guard.drop_login(p_login);
+    ELSE
+        EXECUTE format('DROP ROLE %I', p_login);
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.drop_login(p_login text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.email_ok(p_email text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
@@ -552,6 +1545,8 @@ CREATE FUNCTION datatable_roles.end_sessions_of(p_login text) RETURNS integer
     AS $$
 DECLARE
     login_oid oid := (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login);
+    preview boolean := datatable_roles.previewing();
+    would_end integer [] := '{}'::integer [];
     session_pid integer;
     n integer := 0;
 BEGIN
@@ -559,10 +1554,17 @@ BEGIN
         SELECT a.pid FROM pg_stat_activity AS a
         WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
     LOOP
-        IF pg_terminate_backend(session_pid) THEN
+        IF preview THEN
+            would_end := would_end || session_pid;
+            n := n + 1;
+        ELSIF pg_terminate_backend(session_pid) THEN
             n := n + 1;
         END IF;
     END LOOP;
+    IF preview THEN
+        PERFORM datatable_roles.preview_note(jsonb_build_object(
+            'sessions_of', p_login, 'pids', to_jsonb(would_end)));
+    END IF;
     RETURN n;
 END;
 $$;
@@ -702,15 +1704,23 @@ $$;
 
 ALTER FUNCTION datatable_roles.fault_point(p_point text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.grant_acl_editor(p_role text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT datatable_roles.grant_calls(p_role, 'acl')
+$$;
+
+ALTER FUNCTION datatable_roles.grant_acl_editor(p_role text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.grant_calls(p_role text, p_kind text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
     PERFORM datatable_roles.require(p_role, 'role');
-    IF p_kind IS DISTINCT FROM 'worker' AND p_kind IS DISTINCT FROM 'directory' THEN
+    IF p_kind IS NULL OR p_kind NOT IN ('worker', 'directory', 'acl') THEN
         RAISE EXCEPTION 'invalid kind of calls %', quote_literal(left(p_kind, 80))
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use worker or directory.';
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use worker, directory or acl.';
     END IF;
     IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_role) THEN
         RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_role, 80))
@@ -720,7 +1730,8 @@ BEGIN
         WHEN 'worker' THEN 'public.record_job_start(uuid, text, text, text, text, uuid),'
             || ' public.resolve_datatable_role(uuid, text, text, boolean),'
             || ' public.explain_datatable_role(uuid, text, text),'
-            || ' public.cached_result_path(uuid, text, jsonb)'
+            || ' public.cached_result_path(uuid, text, jsonb),'
+            || ' public.usable_datatable_roles(text, text, text)'
         WHEN 'directory' THEN 'public.add_workspace(text),'
             || ' public.add_workspace_user(text, text, text, boolean),'
             || ' public.remove_workspace_user(text, text),'
@@ -730,6 +1741,9 @@ BEGIN
             || ' public.sync_workspace_directory(text, jsonb),'
             || ' public.forget_workspace_user(text, text),'
             || ' public.reconcile_directory()'
+        WHEN 'acl' THEN 'public.datatable_acl(text, text, jsonb),'
+            || ' public.plan_datatable_acl(text, text, jsonb, jsonb),'
+            || ' public.apply_datatable_acl(text, text, jsonb, jsonb, text[])'
         END, p_role);
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_role);
     INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_role, p_kind)
@@ -755,27 +1769,38 @@ $$;
 
 ALTER FUNCTION datatable_roles.grant_worker(p_worker text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) RETURNS bytea
-    LANGUAGE plpgsql IMMUTABLE STRICT
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+CREATE FUNCTION datatable_roles.guard_changes_roles() RETURNS boolean
+    LANGUAGE sql STABLE
     AS $$
-DECLARE
-    k bytea := p_key;
-    inner_key bytea;
-    outer_key bytea;
-BEGIN
-    IF length(k) > 64 THEN
-        k := sha256(k);
-    END IF;
-    k := k || decode(repeat('00', 64 - length(k)), 'hex');
-    inner_key := k;
-    outer_key := k;
-    FOR i IN 0..63 LOOP
-        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
-        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
-    END LOOP;
-    RETURN sha256(outer_key || sha256(inner_key || p_message));
-END;
+    SELECT datatable_roles.pg16_or_later()
+        AND to_regprocedure('datatable_roles_guard.drop_login(text)') IS NOT NULL
+$$;
+
+ALTER FUNCTION datatable_roles.guard_changes_roles() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key bytea, OUT outer_key bytea) RETURNS record
+    LANGUAGE sql IMMUTABLE STRICT
+    AS $$
+    SELECT
+        decode(string_agg(lpad(to_hex(w.word # 3906369333256140342), 16, '0'), '' ORDER BY w.j), 'hex'),
+        decode(string_agg(lpad(to_hex(w.word # 6655295901103053916), 16, '0'), '' ORDER BY w.j), 'hex')
+    FROM (
+        SELECT CASE WHEN length(p_key) > 64 THEN sha256(p_key) ELSE p_key END AS k
+    ) AS x
+    CROSS JOIN LATERAL (
+        SELECT j, ('x' || encode(substring(x.k || decode(repeat('00', 64 - length(x.k)), 'hex')
+            FROM 1 + 8 * j FOR 8), 'hex'))::bit(64)::bigint AS word
+        FROM generate_series(0, 7) AS j
+    ) AS w
+$$;
+
+ALTER FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key bytea, OUT outer_key bytea) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) RETURNS bytea
+    LANGUAGE sql IMMUTABLE STRICT
+    AS $$
+    SELECT sha256(h.outer_key || sha256(h.inner_key || p_message))
+    FROM datatable_roles.hmac_keys(p_key) AS h
 $$;
 
 ALTER FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) OWNER TO dtr_owner;
@@ -1155,6 +2180,26 @@ CREATE FUNCTION datatable_roles.pg16_or_later() RETURNS boolean
 $$;
 
 ALTER FUNCTION datatable_roles.pg16_or_later() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.preview_note(p_note jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT set_config('datatable_roles.preview_notes',
+        (coalesce(nullif(current_setting('datatable_roles.preview_notes', true), ''), '[]')::jsonb
+            || jsonb_build_array(p_note))::text, true)
+$$;
+
+ALTER FUNCTION datatable_roles.preview_note(p_note jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.previewing() RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(current_setting('datatable_roles.preview', true), '') <> ''
+        AND current_setting('datatable_roles.preview', true)
+        = pg_current_xact_id_if_assigned()::text
+$$;
+
+ALTER FUNCTION datatable_roles.previewing() OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -1628,22 +2673,6 @@ $$;
 
 ALTER FUNCTION datatable_roles.require(p_value anyelement, p_argument text) OWNER TO dtr_owner;
 
-CREATE TABLE datatable_roles.datatable (
-    id bigint NOT NULL,
-    workspace text NOT NULL,
-    name text NOT NULL,
-    governing_id bigint,
-    dbname text,
-    admin_login text,
-    admin_password text,
-    default_role text,
-    admin_tenants text[] DEFAULT '{}'::text[] NOT NULL,
-    admin_verifier text,
-    CONSTRAINT datatable_check CHECK (((governing_id IS NULL) = ((dbname IS NOT NULL) AND (admin_login IS NOT NULL) AND (admin_password IS NOT NULL) AND (default_role IS NOT NULL))))
-);
-
-ALTER TABLE datatable_roles.datatable OWNER TO dtr_owner;
-
 CREATE FUNCTION datatable_roles.require_datatable(p_workspace text, p_name text) RETURNS datatable_roles.datatable
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1830,6 +2859,10 @@ BEGIN
             EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
             was_live := true;
         END IF;
+        IF datatable_roles.previewing() THEN
+            PERFORM datatable_roles.preview_note(jsonb_build_object(
+                'retires', retired, 'live', was_live));
+        END IF;
         PERFORM datatable_roles.end_sessions_of(retired);
         -- Until this transaction commits the login can still log in; whoever
         -- does so now is ended by the next sweep (end_stray_sessions).
@@ -1852,11 +2885,12 @@ DECLARE
     db text;
 BEGIN
     FOR db IN
-        SELECT pd.datname FROM pg_database AS pd
-        WHERE EXISTS (
-            SELECT FROM aclexplode(pd.datacl) AS a
-            WHERE a.grantee = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_role)
-        )
+        SELECT pd.datname FROM pg_shdepend AS sd
+        JOIN pg_database AS pd ON pd.oid = sd.objid
+        WHERE sd.refclassid = 'pg_authid'::regclass
+            AND sd.refobjid = to_regrole(quote_ident(p_role))
+            AND sd.classid = 'pg_database'::regclass
+            AND sd.deptype = 'a'
         ORDER BY pd.datname
     LOOP
         EXECUTE format('REVOKE ALL ON DATABASE %I FROM %I', db, p_role);
@@ -1953,7 +2987,6 @@ CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations int
 DECLARE
     secret bytea := convert_to(p_password, 'UTF8');
     salt bytea := decode(replace(gen_random_uuid()::text, '-', ''), 'hex');
-    k bytea;
     inner_key bytea;
     outer_key bytea;
     u bytea;
@@ -1963,14 +2996,8 @@ BEGIN
     -- PBKDF2-HMAC-SHA-256 with the key's padded blocks computed once (the key,
     -- the password, is the same in every iteration) and the running XOR kept
     -- as a bit string: a few C calls per iteration instead of byte loops.
-    k := CASE WHEN length(secret) > 64 THEN sha256(secret) ELSE secret END;
-    k := k || decode(repeat('00', 64 - length(k)), 'hex');
-    inner_key := k;
-    outer_key := k;
-    FOR i IN 0..63 LOOP
-        inner_key := set_byte(inner_key, i, get_byte(k, i) # 54);  -- 0x36
-        outer_key := set_byte(outer_key, i, get_byte(k, i) # 92);  -- 0x5c
-    END LOOP;
+    SELECT h.inner_key, h.outer_key INTO inner_key, outer_key
+    FROM datatable_roles.hmac_keys(secret) AS h;
     u := sha256(outer_key || sha256(inner_key || salt || '\x00000001'::bytea));
     acc := ('x' || encode(u, 'hex'))::bit(256);
     FOR i IN 2..p_iterations LOOP
@@ -2142,7 +3169,7 @@ BEGIN
     BEGIN
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
             PERFORM datatable_roles.revoke_database_grants(p_login);
-            EXECUTE format('DROP ROLE %I', p_login);
+            PERFORM datatable_roles.drop_login(p_login);
         END IF;
         PERFORM datatable_roles.fault_point('sweep:after_drop_role');
         DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
@@ -2268,7 +3295,7 @@ BEGIN
         RETURN false;
     END IF;
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
-        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+        PERFORM datatable_roles.disable_login(p_login);
         -- REASSIGN OWNED, in the link login's session, needs the privileges
         -- of the login: make the link login a member (committed with this
         -- step) when the login owns or holds something to move. What counts
@@ -2409,6 +3436,70 @@ $$;
 
 ALTER FUNCTION public.add_workspace_user(workspace text, username text, email text, is_admin boolean) OWNER TO dtr_owner;
 
+CREATE FUNCTION public.apply_datatable_acl(workspace text, datatable text, target jsonb, change jsonb, statements text[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable;
+    plan jsonb;
+    planned text [];
+    first_difference integer;
+    audit_id bigint;
+    conn text;
+    statement text;
+    n integer := 0;
+BEGIN
+    PERFORM datatable_roles.require(apply_datatable_acl.statements, 'statements');
+    entry := datatable_roles.acl_entry(apply_datatable_acl.workspace, apply_datatable_acl.datatable);
+    -- One apply at a time per database: the second plans after the first committed.
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.acl:' || entry.dbname, 0));
+    plan := datatable_roles.acl_plan(entry, apply_datatable_acl.target, apply_datatable_acl.change);
+    planned := ARRAY(SELECT jsonb_array_elements_text(plan -> 'statements'));
+    IF planned IS DISTINCT FROM apply_datatable_acl.statements THEN
+        SELECT min(i) INTO first_difference
+        FROM generate_series(1, greatest(cardinality(planned), cardinality(apply_datatable_acl.statements))) AS i
+        WHERE planned[i] IS DISTINCT FROM apply_datatable_acl.statements[i];
+        RAISE EXCEPTION 'the plan changed since it was shown: nothing applied'
+            USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'plan_changed',
+                  DETAIL = format('%s statements were shown, %s are planned now; they differ from statement %s on.',
+                      cardinality(apply_datatable_acl.statements), cardinality(planned), first_difference),
+                  HINT = 'Plan again with plan_datatable_acl, review the statements and warnings, and apply those.';
+    END IF;
+    IF cardinality(planned) = 0 THEN
+        RETURN plan || jsonb_build_object('applied', 0, 'audit_id', NULL);
+    END IF;
+    INSERT INTO datatable_roles.acl_change (
+        applied_by, workspace, datatable, dbname, target, change, statements, warnings
+    )
+    VALUES (
+        coalesce(nullif(current_setting('role'), 'none'), session_user),
+        entry.workspace, entry.name, entry.dbname, plan -> 'target', plan -> 'change', planned,
+        plan -> 'warnings'
+    )
+    RETURNING id INTO audit_id;
+    conn := datatable_roles.acl_connect(entry, true);
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec(conn,
+            'SET ROLE NONE; SET search_path = pg_catalog, pg_temp; BEGIN');
+        FOREACH statement IN ARRAY planned LOOP
+            PERFORM datatable_roles_dblink.dblink_exec(conn, statement);
+            n := n + 1;
+        END LOOP;
+        PERFORM datatable_roles.fault_point('acl:before_remote_commit');
+        PERFORM datatable_roles_dblink.dblink_exec(conn, 'COMMIT');
+    EXCEPTION WHEN OTHERS THEN
+        -- Closing the session rolls back whatever ran there.
+        PERFORM datatable_roles.acl_disconnect();
+        RAISE;
+    END;
+    PERFORM datatable_roles.acl_disconnect();
+    RETURN plan || jsonb_build_object('applied', n, 'audit_id', audit_id);
+END;
+$$;
+
+ALTER FUNCTION public.apply_datatable_acl(workspace text, datatable text, target jsonb, change jsonb, statements text[]) OWNER TO dtr_owner;
+
 CREATE FUNCTION public.cached_result_path(job_id uuid, runnable text, args jsonb) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2471,6 +3562,65 @@ END;
 $$;
 
 ALTER FUNCTION public.create_datatable_role(name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.datatable_acl(workspace text, datatable text, target jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.acl_entry(datatable_acl.workspace,
+        datatable_acl.datatable);
+    t jsonb := datatable_roles.acl_target(datatable_acl.target);
+    tkind text := datatable_roles.acl_target_kind(t);
+    snap jsonb := datatable_roles.acl_snapshot(entry, t, NULL);
+    obj jsonb;
+    result jsonb;
+BEGIN
+    obj := CASE tkind WHEN 'database' THEN snap -> 'database' WHEN 'schema' THEN snap -> 'schema'
+        ELSE snap -> 'relations' -> 0 END;
+    result := jsonb_build_object(
+        'datatable', entry.workspace || '/' || entry.name,
+        'database', entry.dbname,
+        'target', t,
+        'kind', CASE WHEN tkind = 'table' THEN datatable_roles.acl_relkind_name(obj ->> 'relkind')
+            ELSE tkind END,
+        'owner', datatable_roles.acl_label(entry, obj ->> 'owner'),
+        'grants', datatable_roles.acl_grants(entry, obj -> 'grants'),
+        'server_version_num', (snap ->> 'version')::integer);
+    IF tkind = 'table' THEN
+        result := result || jsonb_build_object(
+            'row_security', (obj ->> 'row_security')::boolean,
+            'force_row_security', (obj ->> 'force_row_security')::boolean,
+            'security_invoker', (obj ->> 'security_invoker')::boolean,
+            'default_privileges', '[]'::jsonb, 'children', '[]'::jsonb);
+        RETURN result;
+    END IF;
+    result := result || jsonb_build_object('default_privileges', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'for_role', datatable_roles.acl_label(entry, a ->> 'for_role'),
+            'kind', CASE a ->> 'objtype' WHEN 'r' THEN 'tables' WHEN 'S' THEN 'sequences'
+                WHEN 'f' THEN 'functions' WHEN 'T' THEN 'types' WHEN 'n' THEN 'schemas'
+                ELSE a ->> 'objtype' END,
+            'grants', datatable_roles.acl_grants(entry, a -> 'grants')))
+        FROM jsonb_array_elements(snap -> 'default_acl') AS a), '[]'::jsonb));
+    IF tkind = 'database' THEN
+        result := result || jsonb_build_object('children', coalesce((
+            SELECT jsonb_agg(jsonb_build_object('schema', s ->> 'name',
+                'owner', datatable_roles.acl_label(entry, s ->> 'owner')))
+            FROM jsonb_array_elements(snap -> 'schemas') AS s), '[]'::jsonb));
+    ELSE
+        result := result || jsonb_build_object('children', coalesce((
+            SELECT jsonb_agg(jsonb_build_object('table', r ->> 'name',
+                'kind', datatable_roles.acl_relkind_name(r ->> 'relkind'),
+                'owner', datatable_roles.acl_label(entry, r ->> 'owner'),
+                'row_security', (r ->> 'row_security')::boolean))
+            FROM jsonb_array_elements(snap -> 'relations') AS r), '[]'::jsonb));
+    END IF;
+    RETURN result;
+END;
+$$;
+
+ALTER FUNCTION public.datatable_acl(workspace text, datatable text, target jsonb) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.drop_datatable_role(name text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2569,6 +3719,139 @@ END;
 $$;
 
 ALTER FUNCTION public.forget_workspace_user(workspace text, username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.plan_datatable_acl(workspace text, datatable text, target jsonb, change jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN datatable_roles.acl_plan(
+        datatable_roles.acl_entry(plan_datatable_acl.workspace, plan_datatable_acl.datatable),
+        plan_datatable_acl.target, plan_datatable_acl.change);
+END;
+$$;
+
+ALTER FUNCTION public.plan_datatable_acl(workspace text, datatable text, target jsonb, change jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.preview_datatable_role_change(change text, role text, workspace text DEFAULT NULL::text, datatable text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    kind text := preview_datatable_role_change.change;
+    role_name text := preview_datatable_role_change.role;
+    target datatable_roles.catalog_role;
+    entry datatable_roles.datatable;
+    notes jsonb;
+    report jsonb;
+BEGIN
+    PERFORM datatable_roles.require(kind, 'change');
+    PERFORM datatable_roles.require(role_name, 'role');
+    IF kind NOT IN ('remove', 'disable', 'retire', 'drop') THEN
+        RAISE EXCEPTION 'invalid change %', quote_literal(left(kind, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use remove, disable, retire or drop.';
+    END IF;
+    IF kind = 'remove' THEN
+        PERFORM datatable_roles.require(preview_datatable_role_change.workspace, 'workspace');
+        PERFORM datatable_roles.require(preview_datatable_role_change.datatable, 'datatable');
+    ELSIF preview_datatable_role_change.workspace IS NOT NULL
+        OR preview_datatable_role_change.datatable IS NOT NULL THEN
+        RAISE EXCEPTION 'a % applies to the catalog role: workspace and datatable must be NULL', kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- The switch names this transaction (previewing()).
+    PERFORM pg_current_xact_id();
+    BEGIN
+        PERFORM set_config('datatable_roles.preview', pg_current_xact_id()::text, true);
+        PERFORM set_config('datatable_roles.preview_notes', '[]', true);
+        CASE kind
+            WHEN 'remove' THEN
+                PERFORM public.remove_datatable_role(preview_datatable_role_change.workspace,
+                    preview_datatable_role_change.datatable, role_name);
+            WHEN 'disable' THEN
+                PERFORM public.set_datatable_role_enabled(role_name, false);
+            WHEN 'retire' THEN
+                PERFORM public.retire_role_set_logins_of(role_name);
+            ELSE
+                PERFORM public.retire_role_set_logins_of(role_name);
+                PERFORM datatable_roles.end_sessions_of(role_name);
+        END CASE;
+        notes := current_setting('datatable_roles.preview_notes')::jsonb;
+        RAISE EXCEPTION 'preview rolled back' USING ERRCODE = 'DTRPV';
+    EXCEPTION WHEN SQLSTATE 'DTRPV' THEN
+        NULL;
+    END;
+
+    target := datatable_roles.require_role(role_name);
+    IF kind = 'remove' THEN
+        entry := datatable_roles.require_governing_datatable(
+            preview_datatable_role_change.workspace, preview_datatable_role_change.datatable);
+    END IF;
+    report := jsonb_build_object('change', kind, 'role', target.name);
+    IF kind = 'remove' THEN
+        report := report || jsonb_build_object('workspace', entry.workspace,
+            'datatable', entry.name);
+    END IF;
+
+    -- The data tables: the one a removal edits; every map holding the role for
+    -- a disable or a drop; none for a retirement, which edits no map.
+    report := report || jsonb_build_object('datatables', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
+            'default', d.default_role = target.name,
+            'references', to_jsonb(ARRAY(
+                SELECT x.workspace || '/' || x.name FROM datatable_roles.datatable AS x
+                WHERE x.governing_id = d.id ORDER BY 1)))
+            ORDER BY d.workspace, d.name)
+        FROM datatable_roles.datatable AS d
+        JOIN datatable_roles.datatable_role AS m ON m.datatable_id = d.id AND m.role_id = target.id
+        WHERE kind IN ('disable', 'drop') OR kind = 'remove' AND d.id = entry.id), '[]'));
+
+    -- The logins the change retires, in its order, each with its sessions.
+    report := report || jsonb_build_object('logins', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'login', n.note ->> 'retires', 'dbname', s.dbname,
+            'roles', to_jsonb(ARRAY(
+                SELECT coalesce(r.name, '#' || u.role_id || ' (dropped)')
+                FROM unnest(s.role_ids) AS u (role_id)
+                LEFT JOIN datatable_roles.catalog_role AS r ON r.id = u.role_id
+                ORDER BY coalesce(r.name, '#' || u.role_id || ' (dropped)') COLLATE "C")),
+            'live', (n.note ->> 'live')::boolean,
+            'pids', coalesce((
+                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
+                FROM jsonb_array_elements(notes) AS e (note)
+                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
+                WHERE e.note ->> 'sessions_of' = n.note ->> 'retires'), '[]'))
+            ORDER BY n.i)
+        FROM jsonb_array_elements(notes) WITH ORDINALITY AS n (note, i)
+        LEFT JOIN datatable_roles.datatable_role_set AS s ON s.login = n.note ->> 'retires'
+        WHERE n.note ? 'retires'), '[]'));
+    report := report || jsonb_build_object('retired', (
+        SELECT count(*) FROM jsonb_array_elements(report -> 'logins') AS l (login)
+        WHERE (l.login ->> 'live')::boolean));
+    IF kind = 'drop' THEN
+        report := report || jsonb_build_object(
+            'role_sessions', coalesce((
+                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
+                FROM jsonb_array_elements(notes) AS e (note)
+                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
+                WHERE e.note ->> 'sessions_of' = target.name), '[]'),
+            'objects_in', coalesce((
+                SELECT jsonb_agg(jsonb_build_object('dbname', h.datname, 'moved_to', h.admin_login)
+                    ORDER BY h.datname)
+                FROM datatable_roles.databases_holding(target.name) AS h), '[]'));
+    END IF;
+    RETURN report || jsonb_build_object('sessions', (
+        SELECT jsonb_build_object('count', count(*),
+            'pids', coalesce(jsonb_agg(p.pid ORDER BY p.pid::integer), '[]'))
+        FROM jsonb_array_elements(notes) AS e (note)
+        CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)));
+END;
+$$;
+
+ALTER FUNCTION public.preview_datatable_role_change(change text, role text, workspace text, datatable text) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.reconcile_directory() RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3364,6 +4647,90 @@ $$;
 
 ALTER FUNCTION public.sync_workspace_directory(workspace text, directory jsonb) OWNER TO dtr_owner;
 
+CREATE FUNCTION public.usable_datatable_roles(workspace text, datatable text, username text) RETURNS TABLE(role text, source text, roles text[], rule text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable;
+    gov datatable_roles.datatable;
+    member record;
+    found_user record;
+    ident_admin boolean;
+    ident_keys text [];
+    dflt record;
+    held_ids bigint [] := '{}'::bigint [];
+    viewer_ids bigint [] := '{}'::bigint [];
+    default_name text;
+    alone text [];
+    with_viewer text [];
+BEGIN
+    entry := datatable_roles.require_datatable(usable_datatable_roles.workspace,
+        usable_datatable_roles.datatable);
+    PERFORM datatable_roles.check_name('user', usable_datatable_roles.username);
+    SELECT m.* INTO member
+    FROM datatable_roles.require_member(usable_datatable_roles.workspace,
+        usable_datatable_roles.username) AS m;
+    SELECT g.* INTO gov FROM datatable_roles.datatable AS g
+    WHERE g.id = coalesce(entry.governing_id, entry.id);
+
+    -- The identity in the governing workspace (docs/rules.md, Inputs).
+    IF gov.workspace = entry.workspace THEN
+        ident_admin := member.is_admin;
+        ident_keys := datatable_roles.member_keys(entry.workspace, member.username,
+            member.email, member.incarnation);
+    ELSE
+        SELECT m.* INTO found_user
+        FROM datatable_roles.directory_member_by_email(gov.workspace, member.email) AS m;
+        ident_admin := FOUND AND found_user.is_admin;
+        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(gov.workspace,
+            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
+    END IF;
+
+    -- R1: admin (always in the map), then each enabled role of the map the
+    -- identity may use, by name.
+    RETURN QUERY
+    SELECT u.name, 'named'::text, array[u.name], 'R1'::text
+    FROM (
+        SELECT 'admin'::text AS name, 0 AS rank
+        WHERE datatable_roles.may_use(ident_admin, ident_keys, gov.admin_tenants)
+        UNION ALL
+        SELECT r.name, 1
+        FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+        WHERE m.datatable_id = gov.id AND r.enabled
+            AND datatable_roles.may_use(ident_admin, ident_keys, m.tenants)
+    ) AS u
+    ORDER BY u.rank, u.name COLLATE "C";
+
+    -- No role named: R2, or R3/R4 with the viewer (R9, R10); R5 when empty.
+    IF gov.default_role = 'admin' THEN
+        RETURN QUERY SELECT 'admin'::text, 'default'::text, '{admin}'::text [], 'R2'::text;
+        RETURN QUERY SELECT 'admin'::text, 'default_as_viewer'::text, '{admin}'::text [],
+            'R2'::text;
+        RETURN;
+    END IF;
+    SELECT d.* INTO dflt
+    FROM datatable_roles.default_of(gov.id, gov.default_role, ident_admin, ident_keys) AS d;
+    IF dflt.held THEN
+        held_ids := array[dflt.id];
+    END IF;
+    IF dflt.viewer_may_add THEN
+        SELECT v.ids INTO viewer_ids
+        FROM datatable_roles.viewer_roles_of(gov.id, gov.workspace, member.email) AS v;
+    END IF;
+    default_name := nullif(gov.default_role, datatable_roles.no_default());
+    SELECT s.names INTO alone FROM datatable_roles.roles_of(held_ids) AS s;
+    SELECT s.names INTO with_viewer FROM datatable_roles.roles_of(held_ids || viewer_ids) AS s;
+    RETURN QUERY SELECT default_name, 'default'::text, nullif(alone, '{}'),
+        CASE WHEN alone = '{}' THEN 'R5' ELSE 'R3' END;
+    RETURN QUERY SELECT default_name, 'default_as_viewer'::text, nullif(with_viewer, '{}'),
+        CASE WHEN with_viewer = '{}' THEN 'R5' WHEN default_name IS NULL THEN 'R4' ELSE 'R3' END;
+END;
+$$;
+
+ALTER FUNCTION public.usable_datatable_roles(workspace text, datatable text, username text) OWNER TO dtr_owner;
+
 CREATE FUNCTION public.validate_role_name(name text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3399,6 +4766,30 @@ END;
 $_$;
 
 ALTER FUNCTION public.validate_role_name(name text) OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.acl_change (
+    id bigint NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    applied_by text NOT NULL,
+    workspace text NOT NULL,
+    datatable text NOT NULL,
+    dbname text NOT NULL,
+    target jsonb NOT NULL,
+    change jsonb NOT NULL,
+    statements text[] NOT NULL,
+    warnings jsonb DEFAULT '[]'::jsonb NOT NULL
+);
+
+ALTER TABLE datatable_roles.acl_change OWNER TO dtr_owner;
+
+ALTER TABLE datatable_roles.acl_change ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME datatable_roles.acl_change_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 ALTER TABLE datatable_roles.catalog_role ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME datatable_roles.catalog_role_id_seq
@@ -3515,7 +4906,7 @@ ALTER TABLE datatable_roles.tenant_user OWNER TO dtr_owner;
 CREATE TABLE datatable_roles.worker_role (
     name text NOT NULL,
     kind text DEFAULT 'worker'::text NOT NULL,
-    CONSTRAINT worker_role_kind_check CHECK ((kind = ANY (ARRAY['worker'::text, 'directory'::text])))
+    CONSTRAINT worker_role_kind_check CHECK ((kind = ANY (ARRAY['worker'::text, 'directory'::text, 'acl'::text])))
 );
 
 ALTER TABLE datatable_roles.worker_role OWNER TO dtr_owner;
@@ -3544,6 +4935,9 @@ ALTER TABLE datatable_roles.workspace_user ALTER COLUMN incarnation ADD GENERATE
     NO MAXVALUE
     CACHE 1
 );
+
+ALTER TABLE ONLY datatable_roles.acl_change
+    ADD CONSTRAINT acl_change_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY datatable_roles.catalog_role
     ADD CONSTRAINT catalog_role_name_key UNIQUE (name);
@@ -3590,6 +4984,8 @@ ALTER TABLE ONLY datatable_roles.workspace
 ALTER TABLE ONLY datatable_roles.workspace_user
     ADD CONSTRAINT workspace_user_pkey PRIMARY KEY (workspace, username);
 
+CREATE INDEX acl_change_datatable_idx ON datatable_roles.acl_change USING btree (workspace, datatable, applied_at);
+
 CREATE UNIQUE INDEX catalog_role_lower_name_key ON datatable_roles.catalog_role USING btree (lower(name));
 
 CREATE INDEX datatable_dbname_idx ON datatable_roles.datatable USING btree (dbname);
@@ -3625,6 +5021,50 @@ ALTER TABLE ONLY datatable_roles.workspace_user
     ADD CONSTRAINT workspace_user_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
 
 GRANT CREATE ON SCHEMA public TO dtr_owner;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_check_name(p_kind text, p_value jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_check_privileges(p_privileges jsonb, p_kind text, p_version integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_disconnect() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_relkind_name(p_relkind text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_role(p_entry datatable_roles.datatable, p_name jsonb, p_key text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_role_kind(p_entry datatable_roles.datatable, p_role text, p_public boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_snapshot(p_entry datatable_roles.datatable, p_target jsonb, p_subject text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_some(p_names text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_sql_grants(p_acl text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_target(p_target jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_target_kind(p_target jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_warning(p_code text, p_message text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
 
@@ -3664,6 +5104,10 @@ REVOKE ALL ON FUNCTION datatable_roles.directory_reaches_folder(p_workspace text
 
 REVOKE ALL ON FUNCTION datatable_roles.directory_workspace_exists(p_workspace text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.disable_login(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.drop_login(p_login text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.email_ok(p_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC;
@@ -3676,11 +5120,17 @@ REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql tex
 
 REVOKE ALL ON FUNCTION datatable_roles.fault_point(p_point text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.grant_acl_editor(p_role text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.grant_calls(p_role text, p_kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.grant_directory_writer(p_writer text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.guard_changes_roles() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key bytea, OUT outer_key bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
@@ -3725,6 +5175,10 @@ REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.pg16_or_later() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.preview_note(p_note jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.previewing() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) FROM PUBLIC;
 
@@ -3796,15 +5250,23 @@ REVOKE ALL ON FUNCTION public.add_workspace(workspace text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.add_workspace_user(workspace text, username text, email text, is_admin boolean) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.apply_datatable_acl(workspace text, datatable text, target jsonb, change jsonb, statements text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.cached_result_path(job_id uuid, runnable text, args jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.create_datatable_role(name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.datatable_acl(workspace text, datatable text, target jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.drop_datatable_role(name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.forget_workspace_user(workspace text, username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.plan_datatable_acl(workspace text, datatable text, target jsonb, change jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.preview_datatable_role_change(change text, role text, workspace text, datatable text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.reconcile_directory() FROM PUBLIC;
 
@@ -3839,5 +5301,7 @@ REVOKE ALL ON FUNCTION public.set_folder_access(workspace text, folder text, pri
 REVOKE ALL ON PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb, IN unused_for interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.sync_workspace_directory(workspace text, directory jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.usable_datatable_roles(workspace text, datatable text, username text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.validate_role_name(name text) FROM PUBLIC;
