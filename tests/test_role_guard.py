@@ -1,8 +1,9 @@
-"""The superuser step's role guard (sql/bootstrap.sql): datatable_roles_guard.disable_login
-and drop_login change, as the superuser, only roles the package owner holds directly WITH
-ADMIN OPTION and that carry no attribute only a superuser may give. They exist so that the
-sweep's ALTER ROLE and DROP ROLE do not walk every role the owner made (PostgreSQL 16+,
-docs/performance.md); they must give the owner nothing it could not do itself.
+"""The superuser step's role guard (sql/bootstrap.sql): datatable_roles_guard.create_login,
+rekey_login, disable_login and drop_login change, as the superuser, only roles the package
+owner holds directly WITH ADMIN OPTION and that carry no attribute only a superuser may give.
+They exist so that first use and the sweep do not walk every role the owner made
+(PostgreSQL 16+, docs/performance.md); they must give the owner nothing it could not do
+itself.
 """
 
 from __future__ import annotations
@@ -64,6 +65,28 @@ def test_the_guard_refuses_roles_the_owner_does_not_administer(cluster, meta_db,
                                match="does not hold role .* with ADMIN OPTION"):
                 conn.execute(f"SELECT datatable_roles_guard.{call}(%s)", [target])
     assert {t: exists(cluster, t) for t in targets} == before
+
+
+def test_the_guard_makes_no_login_in_a_role_the_owner_does_not_administer(
+        cluster, meta_db, roles, uid):
+    """create_login refuses a membership the owner could not grant itself (a role the
+    superuser made, a predefined role), and rekey_login a login it does not administer:
+    42501, and nothing made or changed."""
+    verifier = "SCRAM-SHA-256$4096:c2FsdA==$a2V5:a2V5"
+    group = roles["owners"]
+    with connect(meta_db.owner_conninfo) as conn:
+        for wanted in ([roles["foreign"]], ["pg_read_all_data"], [group, roles["bypass"]]):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT datatable_roles_guard.create_login(%s, %s, %s, %s)",
+                             [f"{uid}_new", verifier, wanted, group])
+            assert exists(cluster, f"{uid}_new") is None
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT datatable_roles_guard.rekey_login(%s, %s)",
+                         [roles["foreign"], verifier])
+    with cluster.connect_super() as conn:
+        (stored,) = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s",
+                                 [roles["foreign"]]).fetchone()
+    assert stored is None
 
 
 @pytest.mark.parametrize("call", ["disable_login", "drop_login", "owner_administers"])

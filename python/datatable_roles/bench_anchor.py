@@ -15,6 +15,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from psycopg import sql
+
 from .bench_config import log
 from .bench_measure import Pgbench, Results, interleaved_tps, resolve_script
 from .bench_report import Row
@@ -71,6 +73,9 @@ def measure_anchor(world: World, pgbench: Pgbench, results: Results) -> None:
     cfg, inst = world.cfg, world.small
     with connect(inst.owner_ci) as conn:
         conn.execute(ANCHOR)
+        # The package's default privileges take EXECUTE from PUBLIC.
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION public.bench_anchor(integer) TO {}")
+                     .format(sql.Identifier(world.c.worker)))
     job = inst.jobs["vera"]
     lookups: dict[str, int] = {}
     counted: list[str] = []

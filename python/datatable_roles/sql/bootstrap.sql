@@ -15,10 +15,11 @@
 --     whether a non-superuser role's stored password verifier is exactly the
 --     one given (the one the package set), so that a login whose password a
 --     script changed is healed before it is handed out again.
---   * Two role changes made for the owner: datatable_roles_guard.disable_login
---     and drop_login, on roles the owner holds with ADMIN OPTION (PostgreSQL
---     16 and later). They let the sweep's cost per login stay the same however
---     many roles the owner made (docs/performance.md).
+--   * The role changes the package makes to its set logins, made for the owner
+--     (PostgreSQL 16 and later): datatable_roles_guard.create_login,
+--     rekey_login, disable_login and drop_login, on roles the owner holds
+--     with ADMIN OPTION. They keep first use and the sweep as fast at 10,000
+--     roles as at ten (docs/performance.md).
 -- Run it again (it is idempotent) before migrating to a release that adds to it.
 -- The owner role itself (NOSUPERUSER, CREATEROLE, pg_signal_backend, member of
 -- each data table's admin login) is created by the operator: see README.md.
@@ -81,17 +82,83 @@ ON CONFLICT (one) DO UPDATE SET name = excluded.name;
 -- could not do itself. On 15 the owner holds no such grants: they refuse.
 CREATE OR REPLACE FUNCTION datatable_roles_guard.owner_administers(p_role text)
 RETURNS boolean
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- PL/pgSQL keeps the plan of its statement for the session.
 AS $$
-    SELECT EXISTS (
+BEGIN
+    RETURN EXISTS (
         SELECT FROM pg_catalog.pg_auth_members AS m
         JOIN pg_catalog.pg_authid AS r ON r.oid = m.roleid
-        JOIN pg_catalog.pg_authid AS o ON o.oid = m.member
-        JOIN datatable_roles_guard.package_owner AS po ON po.name = o.rolname
         WHERE r.rolname = p_role AND m.admin_option
+            AND m.member = (
+                SELECT o.oid FROM pg_catalog.pg_authid AS o
+                JOIN datatable_roles_guard.package_owner AS po ON po.name = o.rolname
+            )
             AND NOT (r.rolsuper OR r.rolreplication OR r.rolbypassrls)
-    )
+    );
+END;
+$$;
+
+-- Raises 42501 unless owner_administers(p_role).
+CREATE OR REPLACE FUNCTION datatable_roles_guard.require_administered(p_role text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT datatable_roles_guard.owner_administers(p_role) THEN
+        RAISE EXCEPTION 'the package owner does not hold role % with ADMIN OPTION',
+            quote_ident(p_role) USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END;
+$$;
+
+-- A new set login: LOGIN with no other attribute, the verifier given, member
+-- of p_roles (inheriting) and of p_group (neither inheriting nor SET), each
+-- a role the owner administers; then held by the owner WITH ADMIN OPTION, as
+-- PostgreSQL 16 grants a CREATEROLE creator what it makes.
+CREATE OR REPLACE FUNCTION datatable_roles_guard.create_login(
+    p_role text, p_verifier text, p_roles text[], p_group text
+)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r text;
+BEGIN
+    IF coalesce(cardinality(p_roles), 0) = 0 OR p_verifier NOT LIKE 'SCRAM-SHA-256$%' THEN
+        RAISE EXCEPTION 'a set login needs roles and a SCRAM verifier'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOREACH r IN ARRAY p_roles || p_group LOOP
+        PERFORM datatable_roles_guard.require_administered(r);
+    END LOOP;
+    EXECUTE format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE'
+        || ' NOREPLICATION NOBYPASSRLS PASSWORD %L IN ROLE %s', p_role, p_verifier,
+        (SELECT string_agg(quote_ident(x), ', ') FROM unnest(p_roles) AS x));
+    EXECUTE format('GRANT %I TO %I WITH INHERIT FALSE, SET FALSE', p_group, p_role);
+    EXECUTE format('GRANT %I TO %I WITH ADMIN OPTION, INHERIT FALSE, SET FALSE',
+        p_role, (SELECT po.name FROM datatable_roles_guard.package_owner AS po));
+END;
+$$;
+
+-- A set login taken back: LOGIN again, every attribute anyone gave it
+-- removed, and the verifier given.
+CREATE OR REPLACE FUNCTION datatable_roles_guard.rekey_login(p_role text, p_verifier text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles_guard.require_administered(p_role);
+    IF p_verifier NOT LIKE 'SCRAM-SHA-256$%' THEN
+        RAISE EXCEPTION 'a set login needs a SCRAM verifier' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT NOCREATEDB NOCREATEROLE'
+        || ' CONNECTION LIMIT -1 VALID UNTIL %L PASSWORD %L', p_role, 'infinity', p_verifier);
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION datatable_roles_guard.disable_login(p_role text)
@@ -100,10 +167,7 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF NOT datatable_roles_guard.owner_administers(p_role) THEN
-        RAISE EXCEPTION 'the package owner does not hold role % with ADMIN OPTION',
-            quote_ident(p_role) USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM datatable_roles_guard.require_administered(p_role);
     EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_role);
 END;
 $$;
@@ -114,16 +178,18 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF NOT datatable_roles_guard.owner_administers(p_role) THEN
-        RAISE EXCEPTION 'the package owner does not hold role % with ADMIN OPTION',
-            quote_ident(p_role) USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM datatable_roles_guard.require_administered(p_role);
     EXECUTE format('DROP ROLE %I', p_role);
 END;
 $$;
 
 REVOKE ALL ON FUNCTION datatable_roles_guard.owner_administers(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles_guard.require_administered(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles_guard.create_login(text, text, text[], text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles_guard.rekey_login(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles_guard.disable_login(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles_guard.drop_login(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION datatable_roles_guard.create_login(text, text, text[], text) TO :"owner";
+GRANT EXECUTE ON FUNCTION datatable_roles_guard.rekey_login(text, text) TO :"owner";
 GRANT EXECUTE ON FUNCTION datatable_roles_guard.disable_login(text) TO :"owner";
 GRANT EXECUTE ON FUNCTION datatable_roles_guard.drop_login(text) TO :"owner";

@@ -94,21 +94,24 @@ $$;
 
 -- Ends every session of a login (NOLOGIN and DROP ROLE disconnect nobody).
 -- A loop, not one query: the terminate call must only ever see the pids
--- already chosen. While previewing, the sessions are only noted.
+-- already chosen. While previewing, the sessions are only noted. Sessions
+-- are read from pg_stat_get_activity itself: the pg_stat_activity view
+-- joins every role and database to name them, which cost milliseconds a
+-- call at 10,000 roles (docs/performance.md).
 CREATE OR REPLACE FUNCTION datatable_roles.end_sessions_of(p_login text)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
-    login_oid oid := (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login);
+    login_oid oid := to_regrole(quote_ident(p_login));
     preview boolean := datatable_roles.previewing();
     would_end integer [] := '{}'::integer [];
     session_pid integer;
     n integer := 0;
 BEGIN
     FOR session_pid IN
-        SELECT a.pid FROM pg_stat_activity AS a
+        SELECT a.pid FROM pg_stat_get_activity(NULL) AS a
         WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
     LOOP
         IF preview THEN
@@ -256,7 +259,7 @@ BEGIN
         was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
-            EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
+            PERFORM datatable_roles.disable_login(retired);
             was_live := true;
         END IF;
         IF datatable_roles.previewing() THEN

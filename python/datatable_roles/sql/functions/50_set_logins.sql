@@ -110,6 +110,49 @@ AS $$
         AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
 $$;
 
+-- Whether set logins are made, re-keyed, disabled and dropped by the
+-- superuser step's datatable_roles_guard functions: from 16 on, when it has
+-- made them. As the owner, PostgreSQL checks its ADMIN OPTION on each by
+-- walking every role the owner ever made: 100-300 ms a statement at 10,000
+-- roles (docs/performance.md). The guard acts only on roles the owner holds
+-- WITH ADMIN OPTION, so the owner can do nothing through it that it could
+-- not do itself.
+CREATE OR REPLACE FUNCTION datatable_roles.guard_changes_roles()
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT datatable_roles.pg16_or_later()
+        AND to_regprocedure('datatable_roles_guard.drop_login(text)') IS NOT NULL
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.disable_login(p_login text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF datatable_roles.guard_changes_roles() THEN
+        PERFORM datatable_roles_guard.disable_login(p_login);
+    ELSE
+        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION datatable_roles.drop_login(p_login text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF datatable_roles.guard_changes_roles() THEN
+        PERFORM datatable_roles_guard.drop_login(p_login);
+    ELSE
+        EXECUTE format('DROP ROLE %I', p_login);
+    END IF;
+END;
+$$;
+
 -- Re-establishes exactly the wanted memberships of a login taken back: its
 -- roles, and the login group (on 16+ without INHERIT or SET: it carries no
 -- privilege, and SET ROLE to it is refused like to any other role).
@@ -169,7 +212,11 @@ BEGIN
     verifier := datatable_roles.verifier_for(password);
     BEGIN
         SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
-        IF FOUND THEN
+        IF taken.rolname IS NOT NULL AND datatable_roles.guard_changes_roles() THEN
+            -- 16+: through the superuser step's guard, which checks the owner's
+            -- ADMIN OPTION with one lookup (guard_changes_roles).
+            PERFORM datatable_roles_guard.rekey_login(p_login, verifier);
+        ELSIF taken.rolname IS NOT NULL THEN
             -- Only attributes to change are named: from 16 on, naming one the
             -- owner lacks (NOCREATEDB) is refused. One a superuser gave it
             -- (SUPERUSER, REPLICATION, BYPASSRLS) makes this fail.
@@ -180,6 +227,8 @@ BEGIN
                 CASE WHEN coalesce(taken.rolvaliduntil, 'infinity') <> 'infinity'
                     THEN ' VALID UNTIL ''infinity''' ELSE '' END,
                 verifier);
+        END IF;
+        IF taken.rolname IS NOT NULL THEN
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             IF taken.rolconfig IS NOT NULL THEN
                 EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
@@ -192,6 +241,10 @@ BEGIN
                 EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
             END LOOP;
             PERFORM datatable_roles.reset_memberships(p_login, names);
+        ELSIF datatable_roles.guard_changes_roles() THEN
+            PERFORM datatable_roles_guard.create_login(p_login, verifier, names,
+                datatable_roles.login_group());
+            PERFORM datatable_roles.fault_point('create:after_create_role');
         ELSE
             -- The owner is not made a member: its membership list would grow
             -- with every login, and PostgreSQL recomputes it, at a cost
@@ -314,7 +367,7 @@ BEGIN
     END IF;
     IF NOT EXISTS (
         SELECT FROM datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname))
-        OR datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname) THEN
+        OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname)) THEN
         outcome := 'healed';
     ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
         - (SELECT st.rotate_every FROM datatable_roles.settings AS st) THEN
@@ -341,15 +394,17 @@ END;
 $$;
 
 -- Settings a login was given in a database other than its own (which only
--- the sweep looks for: they act nowhere the login can connect).
+-- the sweep looks for: they act nowhere the login can connect): a row when
+-- there are some. Set-returning, so that it is inlined into the sweep's
+-- query over every live login instead of planned once per login.
 CREATE OR REPLACE FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text)
-RETURNS boolean
-LANGUAGE sql STABLE
+RETURNS SETOF boolean
+LANGUAGE sql STABLE ROWS 1
 AS $$
-    SELECT EXISTS (
-        SELECT FROM pg_catalog.pg_db_role_setting AS rs
-        JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
-        LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
-        WHERE pr.rolname = p_login AND rs.setdatabase <> 0 AND pd.datname IS DISTINCT FROM p_dbname
-    )
+    SELECT true
+    FROM pg_catalog.pg_db_role_setting AS rs
+    JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+    LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
+    WHERE pr.rolname = p_login AND rs.setdatabase <> 0 AND pd.datname IS DISTINCT FROM p_dbname
+    LIMIT 1
 $$;

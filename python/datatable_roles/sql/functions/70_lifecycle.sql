@@ -69,63 +69,23 @@ BEGIN
 END;
 $$;
 
--- ALTER ROLE ... NOLOGIN and DROP ROLE of a set login. From 16 on, done by
--- the superuser step's datatable_roles_guard functions when it has made them:
--- as the owner, PostgreSQL checks its ADMIN OPTION by walking every role the
--- owner ever made, 100-300 ms at 10,000 roles (docs/performance.md). The
--- guard acts only on roles the owner holds WITH ADMIN OPTION.
-CREATE OR REPLACE FUNCTION datatable_roles.guard_changes_roles()
-RETURNS boolean
-LANGUAGE sql STABLE
-AS $$
-    SELECT datatable_roles.pg16_or_later()
-        AND to_regprocedure('datatable_roles_guard.drop_login(text)') IS NOT NULL
-$$;
-
-CREATE OR REPLACE FUNCTION datatable_roles.disable_login(p_login text)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-BEGIN
-    IF datatable_roles.guard_changes_roles() THEN
-        PERFORM datatable_roles_guard.disable_login(p_login);
-    ELSE
-        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
-    END IF;
-END;
-$$;
-
-CREATE OR REPLACE FUNCTION datatable_roles.drop_login(p_login text)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-BEGIN
-    IF datatable_roles.guard_changes_roles() THEN
-        PERFORM datatable_roles_guard.drop_login(p_login);
-    ELSE
-        EXECUTE format('DROP ROLE %I', p_login);
-    END IF;
-END;
-$$;
-
 -- The databases where p_login owns or holds something, each with the admin
--- login of its data table (NULL when it is not a data table database).
+-- login of its data table (NULL when it is not a data table database). No
+-- SET clause: it is inlined into its callers' plans instead of planned on
+-- every call.
 CREATE OR REPLACE FUNCTION datatable_roles.databases_holding(p_login text)
 RETURNS TABLE (datname text, admin_login text)
 LANGUAGE sql STABLE
-SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
     SELECT pd.datname::text, (
         SELECT d.admin_login FROM datatable_roles.datatable AS d
         WHERE d.dbname = pd.datname ORDER BY d.id LIMIT 1
     )
-    FROM pg_database AS pd
+    FROM pg_catalog.pg_database AS pd
     WHERE pd.oid IN (
-        SELECT sd.dbid FROM pg_shdepend AS sd
-        WHERE sd.refclassid = 'pg_authid'::regclass
-            AND sd.refobjid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+        SELECT sd.dbid FROM pg_catalog.pg_shdepend AS sd
+        WHERE sd.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+            AND sd.refobjid = pg_catalog.to_regrole(pg_catalog.quote_ident(p_login))
             AND sd.dbid <> 0
     )
     ORDER BY pd.datname
@@ -408,7 +368,7 @@ BEGIN
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
                 OR NOT EXISTS (
                     SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
-                OR datatable_roles.login_settings_elsewhere(s.login, s.dbname))
+                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
             ORDER BY s.login)));
     ELSIF phase = 'take_away' THEN
         IF datatable_roles.sweep_take_away(victim, (st ->> 'cutoff')::timestamptz) THEN
