@@ -435,7 +435,9 @@ SELECT jsonb_build_object(
             'owner', pg_get_userbyid(dep.owner), 'typtype', dep.typtype,
             'extension', dep.extension, 'follows_table', dep.follows_table,
             'follows_type', dep.follows_type)
-            ORDER BY dep.type, dep.identity COLLATE "C")
+            -- a multirange before its range: ALTER TYPE of the range on 16
+            -- leaves the multirange's array type behind
+            ORDER BY dep.follows_type DESC, dep.type, dep.identity COLLATE "C")
         FROM dep WHERE %2$L IS NULL
     ), '[]'::jsonb)
 )::text
@@ -729,10 +731,10 @@ BEGIN
                 statements := statements || format('ALTER SCHEMA %I OWNER TO %I', target ->> 'schema', role_name);
             END IF;
             FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'owned') AS e LOOP
-                -- An owned sequence follows its table; from PostgreSQL 16 on, a
-                -- multirange type follows its range type (15 alters it apart).
+                -- An owned sequence follows its table; from PostgreSQL 17 on, a
+                -- multirange type follows its range type (15 and 16 alter it apart).
                 IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean
-                    OR ((item ->> 'follows_type')::boolean AND version >= 160000) THEN
+                    OR ((item ->> 'follows_type')::boolean AND version >= 170000) THEN
                     CONTINUE;
                 ELSIF (item ->> 'extension')::boolean THEN
                     names := names || (item ->> 'identity');
