@@ -352,10 +352,10 @@ BEGIN
                 statements := statements || format('ALTER SCHEMA %I OWNER TO %I', target ->> 'schema', role_name);
             END IF;
             FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'owned') AS e LOOP
-                -- An owned sequence follows its table; from PostgreSQL 16 on, a
-                -- multirange type follows its range type (15 alters it apart).
+                -- An owned sequence follows its table; from PostgreSQL 17 on, a
+                -- multirange type follows its range type (15 and 16 alter it apart).
                 IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean
-                    OR ((item ->> 'follows_type')::boolean AND version >= 160000) THEN
+                    OR ((item ->> 'follows_type')::boolean AND version >= 170000) THEN
                     CONTINUE;
                 ELSIF (item ->> 'extension')::boolean THEN
                     names := names || (item ->> 'identity');
@@ -769,7 +769,9 @@ SELECT jsonb_build_object(
             'owner', pg_get_userbyid(dep.owner), 'typtype', dep.typtype,
             'extension', dep.extension, 'follows_table', dep.follows_table,
             'follows_type', dep.follows_type)
-            ORDER BY dep.type, dep.identity COLLATE "C")
+            -- a multirange before its range: ALTER TYPE of the range on 16
+            -- leaves the multirange's array type behind
+            ORDER BY dep.follows_type DESC, dep.type, dep.identity COLLATE "C")
         FROM dep WHERE %2$L IS NULL
     ), '[]'::jsonb)
 )::text
@@ -1131,17 +1133,16 @@ ALTER FUNCTION datatable_roles.conninfo_value(p_value text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.databases_holding(p_login text) RETURNS TABLE(datname text, admin_login text)
     LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
     SELECT pd.datname::text, (
         SELECT d.admin_login FROM datatable_roles.datatable AS d
         WHERE d.dbname = pd.datname ORDER BY d.id LIMIT 1
     )
-    FROM pg_database AS pd
+    FROM pg_catalog.pg_database AS pd
     WHERE pd.oid IN (
-        SELECT sd.dbid FROM pg_shdepend AS sd
-        WHERE sd.refclassid = 'pg_authid'::regclass
-            AND sd.refobjid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+        SELECT sd.dbid FROM pg_catalog.pg_shdepend AS sd
+        WHERE sd.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+            AND sd.refobjid = pg_catalog.to_regrole(pg_catalog.quote_ident(p_login))
             AND sd.dbid <> 0
     )
     ORDER BY pd.datname
@@ -1544,14 +1545,14 @@ CREATE FUNCTION datatable_roles.end_sessions_of(p_login text) RETURNS integer
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
-    login_oid oid := (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login);
+    login_oid oid := to_regrole(quote_ident(p_login));
     preview boolean := datatable_roles.previewing();
     would_end integer [] := '{}'::integer [];
     session_pid integer;
     n integer := 0;
 BEGIN
     FOR session_pid IN
-        SELECT a.pid FROM pg_stat_activity AS a
+        SELECT a.pid FROM pg_stat_get_activity(NULL) AS a
         WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
     LOOP
         IF preview THEN
@@ -1943,15 +1944,15 @@ $$;
 
 ALTER FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) RETURNS boolean
-    LANGUAGE sql STABLE
+CREATE FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE ROWS 1
     AS $$
-    SELECT EXISTS (
-        SELECT FROM pg_catalog.pg_db_role_setting AS rs
-        JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
-        LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
-        WHERE pr.rolname = p_login AND rs.setdatabase <> 0 AND pd.datname IS DISTINCT FROM p_dbname
-    )
+    SELECT true
+    FROM pg_catalog.pg_db_role_setting AS rs
+    JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+    LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
+    WHERE pr.rolname = p_login AND rs.setdatabase <> 0 AND pd.datname IS DISTINCT FROM p_dbname
+    LIMIT 1
 $$;
 
 ALTER FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) OWNER TO dtr_owner;
@@ -1970,7 +1971,11 @@ BEGIN
     verifier := datatable_roles.verifier_for(password);
     BEGIN
         SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
-        IF FOUND THEN
+        IF taken.rolname IS NOT NULL AND datatable_roles.guard_changes_roles() THEN
+            -- 16+: through the superuser step's guard, which checks the owner's
+            -- ADMIN OPTION with one lookup (guard_changes_roles).
+            PERFORM datatable_roles_guard.rekey_login(p_login, verifier);
+        ELSIF taken.rolname IS NOT NULL THEN
             -- Only attributes to change are named: from 16 on, naming one the
             -- owner lacks (NOCREATEDB) is refused. One a superuser gave it
             -- (SUPERUSER, REPLICATION, BYPASSRLS) makes this fail.
@@ -1981,6 +1986,8 @@ BEGIN
                 CASE WHEN coalesce(taken.rolvaliduntil, 'infinity') <> 'infinity'
                     THEN ' VALID UNTIL ''infinity''' ELSE '' END,
                 verifier);
+        END IF;
+        IF taken.rolname IS NOT NULL THEN
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             IF taken.rolconfig IS NOT NULL THEN
                 EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
@@ -1993,6 +2000,10 @@ BEGIN
                 EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
             END LOOP;
             PERFORM datatable_roles.reset_memberships(p_login, names);
+        ELSIF datatable_roles.guard_changes_roles() THEN
+            PERFORM datatable_roles_guard.create_login(p_login, verifier, names,
+                datatable_roles.login_group());
+            PERFORM datatable_roles.fault_point('create:after_create_role');
         ELSE
             -- The owner is not made a member: its membership list would grow
             -- with every login, and PostgreSQL recomputes it, at a cost
@@ -2856,7 +2867,7 @@ BEGIN
         was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
-            EXECUTE format('ALTER ROLE %I WITH NOLOGIN', retired);
+            PERFORM datatable_roles.disable_login(retired);
             was_live := true;
         END IF;
         IF datatable_roles.previewing() THEN
@@ -2952,7 +2963,7 @@ BEGIN
     END IF;
     IF NOT EXISTS (
         SELECT FROM datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname))
-        OR datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname) THEN
+        OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname)) THEN
         outcome := 'healed';
     ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
         - (SELECT st.rotate_every FROM datatable_roles.settings AS st) THEN
@@ -3242,7 +3253,7 @@ BEGIN
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
                 OR NOT EXISTS (
                     SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
-                OR datatable_roles.login_settings_elsewhere(s.login, s.dbname))
+                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
             ORDER BY s.login)));
     ELSIF phase = 'take_away' THEN
         IF datatable_roles.sweep_take_away(victim, (st ->> 'cutoff')::timestamptz) THEN
