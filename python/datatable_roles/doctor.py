@@ -70,12 +70,14 @@ from .policy_lint import policy_findings
 
 __all__ = ["Check", "DoctorReport", "run_doctor", "HbaRule", "hba_first_match"]
 
-# The run-time calls grant_worker gives the worker role (sql/functions/80_operations.sql).
+# The calls grant_worker gives the worker role (sql/functions/80_operations.sql,
+# grant_calls 'worker'): the four run-time calls and usable_datatable_roles.
 WORKER_FUNCTIONS = (
     "public.record_job_start(uuid, text, text, text, text, uuid)",
     "public.resolve_datatable_role(uuid, text, text, boolean)",
     "public.explain_datatable_role(uuid, text, text)",
     "public.cached_result_path(uuid, text, jsonb)",
+    "public.usable_datatable_roles(text, text, text)",
 )
 GUARD = "datatable_roles_guard.verifier_is(text, text)"
 # Methods with which a login whose password is a SCRAM verifier authenticates by password
@@ -713,7 +715,8 @@ def check_worker_grants(ctx: _Context) -> list[Check]:
     note = f" (recorded role(s) {_names(gone)} no longer exist)" if gone else ""
     return [Check("worker_grants", True,
                   f"{_names(live)}: EXECUTE on record_job_start, resolve_datatable_role, "
-                  f"explain_datatable_role, cached_result_path and CONNECT on {ctx.database}"
+                  f"explain_datatable_role, cached_result_path, usable_datatable_roles and "
+                  f"CONNECT on {ctx.database}"
                   + note)]
 
 
