@@ -1,11 +1,12 @@
 """Command line interface: ``datatable-roles`` (also ``python -m datatable_roles``).
 
 Commands: migrate, status, explain, sweep, lint-policies, doctor, usable-roles,
-preview-change, demo. Global options: ``--dsn``
+preview-change, acl (show, plan, apply), demo. Global options: ``--dsn``
 (libpq conninfo or URL of the metadata database, for every command; empty: the PG*
 environment variables) and ``--json`` (machine output; also accepted after the command).
 Exit codes (:data:`EXIT_CODES`): 0 ok, 1 error, 2 usage, 3 the answer is no (explain: a
-refusal; lint-policies: a policy names a role that does not exist). An error is printed once:
+refusal; lint-policies: a policy names a role that does not exist; acl apply: the operator
+said no). An error is printed once:
 on stderr, or with --json as ``{"error": ...}`` on stdout.
 
 status, sweep and lint-policies call owner-only functions and so run as the package owner;
@@ -20,6 +21,7 @@ policy check policy_lint.py's.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 import uuid
@@ -49,7 +51,8 @@ EXIT_CODES = f"""exit codes:
   {EXIT_ERROR}  error: class, message and hint on stderr (with --json: {{"error": ...}} on stdout)
   {EXIT_USAGE}  usage (bad arguments)
   {EXIT_NO}  the answer is no: explain's decision is a refusal; lint-policies found a policy
-     naming a role that does not exist; doctor found a problem"""
+     naming a role that does not exist; doctor found a problem; acl apply: the operator
+     answered no (nothing applied)"""
 
 
 @dataclass
@@ -169,6 +172,135 @@ def cmd_preview_change(args: argparse.Namespace) -> Output:
     lines += [f"  objects in {o['dbname']} move to {o['moved_to'] or '(dropped)'}"
               for o in report.get("objects_in", [])]
     return Output(report, "\n".join(lines))
+
+
+# ---- acl: the grants editor (docs/acl.md) ------------------------------------------------
+
+# --on's values, as typed (a hyphen for the space of the SQL's "all tables").
+ACL_ON = ("target", "all-tables", "all-sequences", "all-functions", "future-tables",
+          "future-sequences", "future-functions", "future-schemas")
+
+
+def _acl_on(value: str) -> str:
+    """--on: 'all-tables' or 'all tables' (any case) -> the SQL's 'all tables'."""
+    typed = value.strip().lower().replace(" ", "-")
+    if typed not in ACL_ON:
+        raise argparse.ArgumentTypeError(f"invalid --on {value!r} (choose from "
+                                         f"{', '.join(ACL_ON)})")
+    return typed.replace("-", " ")
+
+
+def _names_list(value: str) -> list[str]:
+    """A comma-separated list: 'SELECT, insert' -> ['SELECT', 'insert']."""
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("an empty list")
+    return names
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError("not a JSON object")
+    return data
+
+
+def acl_target(args: argparse.Namespace) -> dict[str, Any]:
+    """The target JSON of --database, --schema [--table] or --target."""
+    if args.table is not None and args.schema is None:
+        args.parser.error("--table needs --schema")
+    if args.target is not None:
+        return args.target
+    if args.database:
+        return {"database": True}
+    return {"schema": args.schema} | ({} if args.table is None else {"table": args.table})
+
+
+def acl_change(args: argparse.Namespace) -> dict[str, Any]:
+    """The change JSON of --grant/--to, --revoke/--from (with --on, --for), --owner or
+    --change; a combination that means nothing is a usage error."""
+    error = args.parser.error
+    extra = [flag for flag, value in (("--to", args.to), ("--from", args.from_),
+                                      ("--on", args.on), ("--for", args.for_))
+             if value is not None]
+    if args.change is not None or args.owner is not None:
+        if extra:
+            error(f"{', '.join(extra)}: only with --grant or --revoke")
+        return args.change if args.change is not None else {"owner": args.owner}
+    verb, who, whom = (("grant", "--to", args.to) if args.grant is not None
+                       else ("revoke", "--from", args.from_))
+    wrong = "--from" if verb == "grant" else "--to"
+    if wrong in extra:
+        error(f"{wrong}: --{verb} names its role with {who}")
+    if whom is None:
+        error(f"--{verb} needs {who} ROLE")
+    change: dict[str, Any] = {verb: args.grant if verb == "grant" else args.revoke,
+                              who.removeprefix("--"): whom}
+    if args.on is not None:
+        change["on"] = args.on
+    if args.for_ is not None:
+        if not (args.on or "").startswith("future "):
+            error("--for: only with --on future-...")
+        change["for"] = args.for_
+    return change
+
+
+def prepare_acl(args: argparse.Namespace) -> None:
+    """Before an acl command runs (a usage error, exit 2, otherwise): its target and change
+    as the SQL takes them, in ``args.acl_target`` and ``args.acl_change``."""
+    args.acl_target = acl_target(args)
+    args.acl_change = acl_change(args) if hasattr(args, "grant") else None
+
+
+def cmd_acl_show(args: argparse.Namespace) -> Output:
+    target = args.acl_target
+    with metadata_client(args.dsn) as client:
+        data = client.datatable_acl(args.workspace, args.datatable, target)
+    return Output(data, render.render_acl(data))
+
+
+def cmd_acl_plan(args: argparse.Namespace) -> Output:
+    target, change = args.acl_target, args.acl_change
+    with metadata_client(args.dsn) as client:
+        plan = client.plan_datatable_acl(args.workspace, args.datatable, target, change)
+    return Output(plan, render.render_acl_plan(plan))
+
+
+def confirm(question: str) -> bool:
+    """Asks on stderr, reads a line of stdin: yes only for y or yes."""
+    print(question, end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def cmd_acl_apply(args: argparse.Namespace) -> Output:
+    """Plans, shows the plan, asks (unless --yes), then applies exactly the statements shown:
+    the server plans again and refuses (55000 plan_changed) if they differ."""
+    target, change = args.acl_target, args.acl_change
+    with metadata_client(args.dsn) as client:
+        plan = client.plan_datatable_acl(args.workspace, args.datatable, target, change)
+        shown = list(plan["statements"])
+        if not (args.json and args.yes):  # --json --yes: the result below has the statements
+            # With --json, stdout is the JSON alone: the plan for the operator goes to stderr.
+            print(render.render_acl_plan(plan), file=sys.stderr if args.json else sys.stdout,
+                  flush=True)
+        if shown and not args.yes:
+            if sys.stdin is None or not sys.stdin.isatty():
+                raise DatatableRolesError(
+                    "nothing applied: applying needs a confirmation, and stdin is not a "
+                    "terminal",
+                    hint="Review the plan above, then run the same command with --yes: it "
+                         "applies exactly the statements it shows, or refuses if the plan "
+                         "changed meanwhile.")
+            if not confirm(f"Apply these {len(shown)} statement(s) to data table "
+                           f"{plan.get('datatable')}? [y/N] "):
+                return Output({**plan, "applied": 0, "audit_id": None, "confirmed": False},
+                              "Not applied (answered no).", EXIT_NO)
+        result = client.apply_datatable_acl(args.workspace, args.datatable, target, change,
+                                            shown)
+    return Output(result, render.render_acl_applied(result))
 
 
 def cmd_doctor(args: argparse.Namespace) -> Output:
@@ -299,6 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--datatable")
     p.set_defaults(func=cmd_preview_change)
 
+    add_acl_commands(sub, with_dsn)
+
     p = command("demo", "a tour on a throwaway cluster: per-viewer rows under each default",
                 "Starts a throwaway PostgreSQL cluster, installs the package, builds a sample "
                 "workspace and shows, per viewer and per kind of default role, the login a "
@@ -306,6 +440,99 @@ def build_parser() -> argparse.ArgumentParser:
                 "Needs no --dsn.", parents=(common,))
     p.set_defaults(func=cmd_demo)
     return parser
+
+
+ACL_TARGET_HELP = """target (one of):
+  --database                 the data table's database
+  --schema S [--table T]     schema S, or relation T of S (table, view, sequence, ...)
+  --target JSON              as the SQL takes it: '{"schema": "s", "table": "t"}'"""
+
+ACL_CHANGE_HELP = """change (one of):
+  --grant PRIVILEGES --to ROLE [--on WHERE [--for ROLES]]
+  --revoke PRIVILEGES --from ROLE [--on WHERE [--for ROLES]]
+  --owner ROLE               hand the target (a schema: with everything in it) to ROLE
+  --change JSON              as the SQL takes it: '{"grant": ["SELECT"], "to": "r"}'
+PRIVILEGES is a comma-separated list (SELECT,INSERT; ALL). ROLE is admin (the data table's
+admin login) or a catalog role of the data table's map. WHERE: target (default), all-tables,
+all-sequences, all-functions (each existing one of a schema), future-tables,
+future-sequences, future-functions, future-schemas (default privileges; --for: the
+creating roles, default admin and every other role of the map). docs/acl.md has the
+details: the privileges per kind, the warnings, the ordering of an apply."""
+
+
+def add_acl_commands(sub: Any, with_dsn: argparse.ArgumentParser) -> None:
+    """acl show|plan|apply WORKSPACE DATATABLE, a target and (plan, apply) a change."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    acl = sub.add_parser(
+        "acl", help="grants in a data table's database: show, plan, apply (docs/acl.md)",
+        description=textwrap.fill(
+            "The grants editor: what each role may touch in a data table's database. show "
+            "reads a target's owner, grants and default privileges; plan prints the exact "
+            "GRANT / REVOKE / ALTER DEFAULT PRIVILEGES / ALTER ... OWNER TO statements a "
+            "change takes, with warnings; apply plans, shows the plan, asks, and applies "
+            "exactly the statements shown. As the package owner or a role given "
+            "datatable_roles.grant_acl_editor.", 88),
+        epilog=EXIT_CODES, formatter_class=formatter)
+    acl_sub = acl.add_subparsers(dest="acl_command", metavar="ACL_COMMAND", required=True)
+
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("workspace", metavar="WORKSPACE")
+    target.add_argument("datatable", metavar="DATATABLE")
+    which = target.add_mutually_exclusive_group(required=True)
+    which.add_argument("--database", action="store_true", help="the data table's database")
+    which.add_argument("--schema", metavar="SCHEMA", help="a schema (exact name)")
+    which.add_argument("--target", metavar="JSON", type=_json_object,
+                       help="the target as JSON")
+    target.add_argument("--table", metavar="TABLE",
+                        help="with --schema: a relation of it (exact name)")
+
+    change = argparse.ArgumentParser(add_help=False)
+    what = change.add_mutually_exclusive_group(required=True)
+    what.add_argument("--grant", metavar="PRIVILEGES", type=_names_list)
+    what.add_argument("--revoke", metavar="PRIVILEGES", type=_names_list)
+    what.add_argument("--owner", metavar="ROLE")
+    what.add_argument("--change", metavar="JSON", type=_json_object,
+                      help="the change as JSON")
+    change.add_argument("--to", metavar="ROLE", help="with --grant")
+    change.add_argument("--from", dest="from_", metavar="ROLE", help="with --revoke")
+    change.add_argument("--on", metavar="WHERE", type=_acl_on,
+                        help=f"with --grant or --revoke: {', '.join(ACL_ON)}")
+    change.add_argument("--for", dest="for_", metavar="ROLES", type=_names_list,
+                        help="with --on future-...: the creating roles, comma-separated")
+
+    def acl_command(name: str, summary: str, description: str, parents: tuple,
+                    epilog: str) -> argparse.ArgumentParser:
+        p = acl_sub.add_parser(name, parents=[*parents, with_dsn], help=summary,
+                               description=textwrap.fill(description, 88),
+                               epilog=epilog + "\n\n" + EXIT_CODES, formatter_class=formatter)
+        p.set_defaults(parser=p, prepare=prepare_acl)
+        return p
+
+    p = acl_command("show", "a target's owner, grants, default privileges and contents",
+                    "Reads the target through the data table's admin login: its owner, the "
+                    "grants per role (admin, catalog roles by name, PUBLIC, others), row "
+                    "security for a table, default privileges and the schemas or relations "
+                    "it holds. Changes nothing.", (target,), ACL_TARGET_HELP)
+    p.set_defaults(func=cmd_acl_show)
+    p = acl_command("plan", "the statements a change takes, and its warnings",
+                    "Prints the numbered statements the change takes on the target, then "
+                    "the warnings (RLS disabled, CREATE on a search_path schema, PUBLIC "
+                    "grants, ...). Changes nothing; --json prints the plan as "
+                    "plan_datatable_acl returns it.", (target, change),
+                    ACL_TARGET_HELP + "\n\n" + ACL_CHANGE_HELP)
+    p.set_defaults(func=cmd_acl_plan)
+    p = acl_command("apply", "plan, show, confirm and apply exactly the statements shown",
+                    "Plans the change, prints the plan, asks for a confirmation on the "
+                    "terminal (--yes: none), then applies exactly the statements it showed, "
+                    "in one transaction of the data table's database, with an audit row. "
+                    "If the plan changed meanwhile (a new table, another owner) nothing is "
+                    "applied (55000 plan_changed): plan again. Without a terminal and without "
+                    "--yes it refuses. Answering no exits with 3. With --json the plan and "
+                    "question go to stderr and stdout is apply_datatable_acl's result.",
+                    (target, change), ACL_TARGET_HELP + "\n\n" + ACL_CHANGE_HELP)
+    p.add_argument("--yes", action="store_true",
+                   help="apply without asking (the plan is still printed)")
+    p.set_defaults(func=cmd_acl_apply)
 
 
 def print_error(err: DatatableRolesError, as_json: bool) -> None:
@@ -326,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if getattr(args, "prepare", None) is not None:
+            args.prepare(args)  # checks that need several arguments (acl's change)
     except SystemExit as e:  # --help, --version (0) or a usage error (2)
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_USAGE)
     if args.command is None:

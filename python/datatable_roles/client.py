@@ -335,6 +335,42 @@ class Client:
         return [r[0] for r in self._rows(
             "SELECT * FROM datatable_roles.sweep_candidates(%s::interval)", [unused_for])]
 
+    # ---- grants editor (owner, or a role given grant_acl_editor; docs/acl.md) -------------
+
+    def datatable_acl(self, workspace: str, datatable: str,
+                      target: dict[str, Any]) -> dict[str, Any]:
+        """What the target's grants, owner and default privileges are now (changes
+        nothing). ``target``: ``{"database": true}``, ``{"schema": s}`` or ``{"schema": s,
+        "table": t}``."""
+        return dict(self._value("SELECT datatable_acl(%s, %s, %s)",
+                                [workspace, datatable, Jsonb(target)]))
+
+    def plan_datatable_acl(self, workspace: str, datatable: str, target: dict[str, Any],
+                           change: dict[str, Any]) -> dict[str, Any]:
+        """The statements ``change`` takes on ``target``, and its warnings (changes
+        nothing): ``{datatable, target, change, statements, warnings}``."""
+        return dict(self._value("SELECT plan_datatable_acl(%s, %s, %s, %s)",
+                                [workspace, datatable, Jsonb(target), Jsonb(change)]))
+
+    def apply_datatable_acl(self, workspace: str, datatable: str, target: dict[str, Any],
+                            change: dict[str, Any],
+                            statements: Sequence[str]) -> dict[str, Any]:
+        """Applies ``statements``, the plan the caller showed, and returns the plan with
+        ``applied`` and ``audit_id``. The server plans again and refuses with
+        :class:`~datatable_roles.errors.WrongState` (55000, CONSTRAINT ``plan_changed``,
+        nothing applied) unless its statements are exactly these. It commits at once: the
+        connection must be idle (a caller's open transaction, rolled back later, would
+        leave the grants applied and the audit row gone)."""
+        with self._lock:
+            if self.conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                raise DatatableRolesError(
+                    "apply_datatable_acl needs an idle connection: it commits the audit row "
+                    "right after the grants",
+                    hint="Commit or roll back the open transaction first.")
+            return dict(self._value(
+                "SELECT apply_datatable_acl(%s, %s, %s, %s, %s::text[])",
+                [workspace, datatable, Jsonb(target), Jsonb(change), list(statements)]))
+
     # ---- lifecycle -----------------------------------------------------------------------
 
     def retire(self, role: str) -> int:

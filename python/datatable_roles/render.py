@@ -1,5 +1,5 @@
-"""Text for people: the tables and lines that ``status``, ``explain``, ``sweep`` and
-``lint-policies`` print (and the demo shows), and ``--json`` output.
+"""Text for people: the tables and lines that ``status``, ``explain``, ``sweep``,
+``lint-policies`` and ``acl`` print (and the demo shows), and ``--json`` output.
 
 Every function here takes plain data (what the SQL functions return, through the client) and
 returns a string; nothing here connects to a database. What is worded for people lives here
@@ -287,3 +287,109 @@ def render_lint(result: dict[str, Any]) -> str:
 LINT_FIX = ["fix: name the role in TO, not in the expression: CREATE POLICY <name> ON <table>",
             "     ... TO <role> USING (<the rest>). PostgreSQL keeps a TO role by oid, so it",
             "     follows renames (docs/policies.md)."]
+
+
+# ---- acl (the grants editor) ------------------------------------------------------------
+
+
+def acl_target_label(target: dict[str, Any], kind: str | None = None) -> str:
+    """A target in words: 'the database', 'schema s', 'table s.t' (``kind``: the relation's
+    kind, when known)."""
+    if target.get("database"):
+        return "the database"
+    if "table" in target:
+        return f"{kind or 'relation'} {target.get('schema')}.{target['table']}"
+    return f"schema {target.get('schema')}"
+
+
+def acl_change_label(change: dict[str, Any]) -> str:
+    """A change in words, as the plan understood it: 'grant SELECT, INSERT to r on all
+    tables', 'owner to r'."""
+    if "owner" in change:
+        return f"owner to {change['owner']}"
+    verb, who = ("grant", "to") if "grant" in change else ("revoke", "from")
+    text = f"{verb} {', '.join(change.get(verb) or [])} {who} {change.get(who)}"
+    on = change.get("on", "target")
+    if on != "target":
+        text += f" on {on}"
+    if change.get("for"):
+        text += f" (created by {', '.join(change['for'])})"
+    return text
+
+
+def _wrapped(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(text, 92, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def render_acl(data: dict[str, Any]) -> str:
+    """The text of ``acl show`` from ``datatable_acl``: owner, grants, row security (a
+    table), default privileges (a schema, the database) and what the target holds."""
+    target = data.get("target") or {}
+    label = acl_target_label(target, data.get("kind"))
+    out = [f"Data table {data.get('datatable')} (database {data.get('database')}): {label}",
+           f"  owner: {data.get('owner')}"]
+    if "row_security" in data:
+        rls = "enabled" if data["row_security"] else "disabled"
+        if data["row_security"] and data.get("force_row_security"):
+            rls += ", forced on the owner too"
+        out.append(f"  row-level security: {rls}")
+        if data.get("kind") == "view":
+            out.append("  security_invoker: " + cell(bool(data.get("security_invoker"))))
+    out.append("")
+    out.append("Grants")
+    out.append(format_table(["role", "kind", "privileges", "with grant option"],
+                            [[g["role"], g["kind"], g["privileges"], g["grantable"]]
+                             for g in data.get("grants") or []]))
+    if "table" not in target:
+        out.append("")
+        out.append("Default privileges (objects these roles create later)")
+        out.append(format_table(["created by", "on", "role", "privileges"],
+                                [[d["for_role"], d["kind"], g["role"], g["privileges"]]
+                                 for d in data.get("default_privileges") or []
+                                 for g in d.get("grants") or []]))
+        out.append("")
+        if target.get("database"):
+            out.append("Schemas")
+            out.append(format_table(["schema", "owner"],
+                                    [[c["schema"], c["owner"]]
+                                     for c in data.get("children") or []]))
+        else:
+            out.append("Relations")
+            out.append(format_table(["name", "kind", "owner", "row-level security"],
+                                    [[c["table"], c["kind"], c["owner"], c["row_security"]]
+                                     for c in data.get("children") or []]))
+    return "\n".join(out)
+
+
+def render_acl_plan(plan: dict[str, Any]) -> str:
+    """The text of ``acl plan`` from ``plan_datatable_acl``: the change as understood, the
+    numbered statements, then the warnings."""
+    target = plan.get("target") or {}
+    out = [f"Plan for data table {plan.get('datatable')}, {acl_target_label(target)}: "
+           f"{acl_change_label(plan.get('change') or {})}"]
+    statements = plan.get("statements") or []
+    if statements:
+        out.append(f"Statements ({len(statements)}):")
+        width = len(str(len(statements)))
+        for i, statement in enumerate(statements, 1):
+            out.append(f"  {str(i).rjust(width)}. {statement}")
+    else:
+        out.append("Statements: none (nothing to do)")
+    warnings = plan.get("warnings") or []
+    if warnings:
+        out.append(f"Warnings ({len(warnings)}):")
+        for w in warnings:
+            out += _wrapped(f"{w.get('code')}: {w.get('message')}", "  - ", "    ")
+    else:
+        out.append("Warnings: none")
+    return "\n".join(out)
+
+
+def render_acl_applied(result: dict[str, Any]) -> str:
+    """The last line of ``acl apply`` from ``apply_datatable_acl``'s result."""
+    n = result.get("applied") or 0
+    if not n:
+        return "Nothing applied: the plan is empty."
+    return (f"Applied {n} statement(s) in one transaction; audit row {result.get('audit_id')}"
+            " of datatable_roles.acl_change.")
