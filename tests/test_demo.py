@@ -52,7 +52,7 @@ def demo_output() -> str:
 
 def test_demo_tour_shows_each_kind_of_default(demo_output):
     s = sections(demo_output)
-    assert sorted(s, key=int) == [str(i) for i in range(1, 10)]
+    assert sorted(s, key=int) == [str(i) for i in range(1, 11)]
     assert "Default role: admin" in demo_output and "No default role" in demo_output
 
     # 2. default admin: everyone is the admin login and sees every order (R2)
@@ -113,7 +113,27 @@ def test_demo_named_roles_set_role_explain_status_and_lint(demo_output):
     assert "$ datatable-roles --dsn <dtr_demo_meta as dtr_owner> lint-policies" in s["9"]
     assert row(s["9"], "dt_main")[1:] == ["public.orders", "us_sales", "USING", "sales_us"]
     assert "1 policy clause(s) name a missing role, 0 an existing role as text" in s["9"]
-    assert "the cluster is stopped and removed" in s["9"]
+
+
+def test_demo_plans_and_applies_a_grant(demo_output):
+    s = sections(demo_output)["10"]
+    assert ("$ datatable-roles --dsn <dtr_demo_meta as dtr_owner> acl plan acme main --schema"
+            " public --table region_targets --grant SELECT --to sales_emea") in s
+    plan = s[s.index("Plan for data table acme/main"):].splitlines()
+    assert plan[1:3] == ["Statements (1):",
+                         "  1. GRANT SELECT ON TABLE public.region_targets TO sales_emea"]
+    assert plan[3] == "Warnings (1):" and plan[4].startswith("  - rls_disabled: ")
+    assert "acl apply acme main --schema public --table region_targets --grant SELECT --to" \
+        " sales_emea --yes" in s
+    assert "Applied 1 statement(s) in one transaction; audit row 1 of" \
+        " datatable_roles.acl_change." in s
+    # a viewer of sales_emea reads the rows as its resolved login; a viewer without it cannot
+    denied = "ERROR: permission denied for table region_targets"
+    everything = "apac=2000,emea=5000,us=7000"
+    assert row(s, "alice")[1:] == ["sales_emea", denied, everything]
+    assert row(s, "carol")[1:] == ["finance_team, sales_emea", denied, everything]
+    assert row(s, "bob")[1:] == ["sales_americas", denied, denied]
+    assert "the cluster is stopped and removed" in s
 
 
 def test_demo_says_what_its_time_covers(demo_output):
@@ -138,7 +158,7 @@ def test_demo_json():
     proc = run_demo("--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["ok"] is True and len(data["sections"]) == 9
+    assert data["ok"] is True and len(data["sections"]) == 10
     tables = {t["name"]: t["rows"] for sec in data["sections"] for t in sec["tables"]}
     none = {r["viewer"]: r for r in tables["default_none"]}
     assert none["alice"]["orders"] == "1,4" and none["alice"]["kind"] == "role"
@@ -151,3 +171,12 @@ def test_demo_json():
     assert [(f["policy"], f["role"]) for f in lint["missing_roles"]] == [("us_sales", "sales_us")]
     renamed = {r["renamed"]: r for r in tables["renames"]}
     assert renamed["finance -> finance_team"]["orders"] == "1,3,4,5"
+    grants = data["sections"][9]
+    assert grants["plan"]["statements"] == [
+        "GRANT SELECT ON TABLE public.region_targets TO sales_emea"]
+    assert [w["code"] for w in grants["plan"]["warnings"]] == ["rls_disabled"]
+    assert grants["applied"] == {"applied": 1, "audit_id": 1}
+    seen = {r["viewer"]: r for r in tables["grants"]}
+    assert seen["alice"]["after"] == "apac=2000,emea=5000,us=7000"
+    assert seen["alice"]["login"].startswith("wm_set_")
+    assert seen["bob"]["after"].startswith("ERROR: permission denied")

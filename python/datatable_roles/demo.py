@@ -6,7 +6,9 @@ metadata database (bootstrap + migrations), builds a small workspace and one dat
 and each kind of default role (admin, a role, none), the login the connection resolves to and
 the orders it actually sees over a real login with the returned password. Last, two renames:
 a policy that names its role in ``TO`` follows, one that names it as text breaks, and
-lint-policies finds it. The cluster is stopped and removed at the end. Role names are
+lint-policies finds it. Then the grants editor: a new table, a plan granting SELECT on it to
+a catalog role (its statements and warnings), the apply of exactly those statements, and a
+viewer of that role reading its rows. The cluster is stopped and removed at the end. Role names are
 cluster-wide; the demo owns its cluster.
 """
 
@@ -26,7 +28,8 @@ from .client import Client, Resolution
 from .devcluster import Cluster
 from .errors import DatatableRolesError, Refused
 from .policy_lint import lint_databases
-from .render import format_table, render_explain, render_lint, render_status
+from .render import (format_table, render_acl_applied, render_acl_plan, render_explain,
+                     render_lint, render_status)
 from .scram import scram_sha256_verifier
 
 META_DB = "dtr_demo_meta"
@@ -89,6 +92,13 @@ TENANTS = {
 }
 
 ORDERS_SEEN = "SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '(no rows)') FROM orders"
+
+# Section 10: the table a migration adds, and the grant planned and applied on it.
+NEW_TABLE = "region_targets"
+TARGETS = (("apac", 2000), ("emea", 5000), ("us", 7000))
+TARGETS_SEEN = (f"SELECT coalesce(string_agg(region || '=' || target, ',' ORDER BY region),"
+                f" '(no rows)') FROM {NEW_TABLE}")
+GRANTEE = "sales_emea"
 
 
 class Tour:
@@ -420,6 +430,66 @@ class Demo:
         for line in render_lint(result).splitlines():
             t.say(line)
 
+    def targets_seen(self, viewer: Viewer) -> tuple[Resolution, str]:
+        """The login ``viewer``'s app connection resolves to, and what it reads of the new
+        table (or the error)."""
+        assert self.worker is not None
+        res = self.worker.resolve(self.start_job(viewer), DT)
+        try:
+            return res, self.seen(res, TARGETS_SEEN)
+        except psycopg.Error as e:
+            return res, "ERROR: " + (e.diag.message_primary or str(e).splitlines()[0])
+
+    def grants(self) -> None:
+        assert self.owner is not None
+        t = self.tour
+        t.heading(
+            "10. Grants: plan, then apply exactly that (CLI: datatable-roles acl)",
+            f"A migration adds table {NEW_TABLE}, as the admin login; no catalog role may read",
+            f"it yet. The grants editor plans granting SELECT on it to {GRANTEE}: the exact",
+            "statements and their warnings, changing nothing. The apply plans again, refuses if",
+            "the statements differ from those shown, runs them as the package's link login and",
+            "records them in datatable_roles.acl_change.")
+        with self.cluster.connect_super(DT_DB) as conn:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(DT_ADMIN)))
+            conn.execute(sql.SQL("CREATE TABLE {} (region text PRIMARY KEY, target integer"
+                                 " NOT NULL)").format(sql.Identifier(NEW_TABLE)))
+            with conn.cursor() as cur:
+                cur.executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(
+                    sql.Identifier(NEW_TABLE)), TARGETS)
+        viewers = (VIEWERS[0], VIEWERS[1], VIEWERS[2])
+        before = {v.name: self.targets_seen(v)[1] for v in viewers}
+
+        target = {"schema": "public", "table": NEW_TABLE}
+        change = {"grant": ["SELECT"], "to": GRANTEE}
+        args = f"{WS} {DT} --schema public --table {NEW_TABLE} --grant SELECT --to {GRANTEE}"
+        dsn = f"--dsn <{META_DB} as {self.cluster.owner}>"
+        t.say("")
+        t.say(f"$ datatable-roles {dsn} acl plan {args}")
+        plan = self.owner.plan_datatable_acl(WS, DT, target, change)
+        t.sections[-1]["plan"] = plan
+        for line in render_acl_plan(plan).splitlines():
+            t.say(line)
+        t.say("")
+        t.say(f"$ datatable-roles {dsn} acl apply {args} --yes")
+        result = self.owner.apply_datatable_acl(WS, DT, target, change, plan["statements"])
+        t.sections[-1]["applied"] = {"applied": result["applied"],
+                                     "audit_id": result["audit_id"]}
+        t.say("(it prints the same plan, then:)")
+        t.say(render_acl_applied(result))
+        t.say("")
+        t.say(f"Each viewer's app connection, reading {NEW_TABLE} before and after:")
+        rows, data = [], []
+        for v in viewers:
+            res, after = self.targets_seen(v)
+            rows.append([v.name, list(res.roles), before[v.name], after])
+            data.append({"viewer": v.name, "login": res.login, "roles": list(res.roles),
+                         "before": before[v.name], "after": after})
+        t.table("grants", ["viewer", "roles held", "before", "after"], rows, data)
+        t.say(f"rls_disabled said it: {NEW_TABLE} has no row-level security, so every login")
+        t.say(f"holding {GRANTEE} reads all its rows. For per-viewer rows, enable RLS and add a")
+        t.say("policy first (docs/policies.md), then plan again.")
+
     def close(self) -> None:
         for client in (self.worker, self.owner):
             if client is not None:
@@ -453,6 +523,7 @@ def run_demo(stream: TextIO | None = sys.stdout) -> dict[str, Any]:
         demo.explain(job)
         demo.status()
         demo.renames()
+        demo.grants()
         record["ok"] = True
     except Exception as e:  # the tour reports what broke and still stops the cluster
         record["error"] = f"{type(e).__name__}: {e}"
