@@ -10,8 +10,10 @@ said no). An error is printed once:
 on stderr, or with --json as ``{"error": ...}`` on stdout.
 
 status, sweep and lint-policies call owner-only functions and so run as the package owner;
-explain also works as the worker role. Each command but migrate and demo first checks that the
-metadata database has the package (migrate.check_installed). Nothing prints a password.
+explain also works as the worker role; acl as the owner or a role given grant_acl_editor.
+acl apply asks before it applies (--yes: not; without a terminal it refuses). Each command
+but migrate and demo first checks that the metadata database has the package
+(migrate.check_installed). Nothing prints a password.
 
 This module is the argument parser and one small function per command; the SQL calls are
 the client's (client.py), the text is render.py's, the sweep's bar progress.py's and the
