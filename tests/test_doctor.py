@@ -161,8 +161,8 @@ def test_a_bootstrap_without_the_role_guard(env):
         assert_healthy(report)
     else:
         check = only_failure(report, "bootstrap")
-        assert "the role guard datatable_roles_guard.disable_login/drop_login is missing" in (
-            check.detail)
+        assert "the role guard datatable_roles_guard.create_login/drop_login/sessions_of is " \
+            "missing" in check.detail
         assert f"-v owner={env.cluster.owner} -f " in check.fix
     env.cluster.psql_file(BOOTSTRAP_SQL, env.meta.name, owner=env.cluster.owner)  # the fix
     assert_healthy(doctor(env))

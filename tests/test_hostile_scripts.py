@@ -967,6 +967,12 @@ def _run_every_entry_point(w: World, s: psycopg.Connection, scratch, uid: str) -
     with connect(w.login_conninfo(ls.login, ls.password, db.dbname)) as conn:
         conn.execute("ALTER ROLE CURRENT_USER IN DATABASE postgres SET work_mem = '64kB'")
     call("set_datatable_admin_password", [ws, "dt7", db.admin_password])
+    call("usable_datatable_roles", [ws, "dt7", "ann"])
+    call("preview_datatable_role_change", ["remove", r2, ws, "dt7"])
+    target, change = Jsonb({"schema": "public"}), Jsonb({"grant": ["USAGE"], "to": r3})
+    call("datatable_acl", [ws, "dt7", target])
+    (plan,), = call("plan_datatable_acl", [ws, "dt7", target, change])
+    call("apply_datatable_acl", [ws, "dt7", target, change, plan["statements"]])
     call("status_report", [], schema="datatable_roles.")
     call("grant_worker", [w.cluster.worker], schema="datatable_roles.")
 

@@ -558,8 +558,9 @@ def check_bootstrap(ctx: _Context) -> list[Check]:
         "  AND has_schema_privilege('public', 'datatable_roles_dblink', 'USAGE'),"
         " has_database_privilege('public', current_database(), 'CONNECT'),"
         " current_setting('server_version_num')::integer < 160000"
-        "  OR to_regprocedure('datatable_roles_guard.drop_login(text)') IS NOT NULL"
-        "  AND to_regprocedure('datatable_roles_guard.disable_login(text)') IS NOT NULL",
+        "  OR (SELECT count(*) FROM pg_proc AS p JOIN pg_namespace AS n"
+        "   ON n.oid = p.pronamespace WHERE n.nspname = 'datatable_roles_guard'"
+        "   AND p.proname IN ('create_login', 'drop_login', 'sessions_of')) = 3",
         {"owner": owner})[0]
     (guard_schema, guard_fn, guard_super, guard_definer, owner_exec, public_exec,
      dblink_schema, owner_dblink, public_dblink, public_connect, role_guard) = row
@@ -575,9 +576,10 @@ def check_bootstrap(ctx: _Context) -> list[Check]:
         if public_exec:
             problems.append("PUBLIC may execute the guard (anyone may test verifiers)")
     if guard_schema and not role_guard:
-        problems.append("the role guard datatable_roles_guard.disable_login/drop_login is "
-                        "missing (from an older bootstrap): without it, each login the sweep "
-                        "drops costs time that grows with every role the owner made")
+        problems.append("the role guard datatable_roles_guard.create_login/drop_login/"
+                        "sessions_of is missing (from an older bootstrap): without it, first "
+                        "use and each login the sweep drops cost time that grows with every "
+                        "role the owner made")
     if dblink_schema is None:
         problems.append("the dblink extension is not installed")
     elif dblink_schema != "datatable_roles_dblink":

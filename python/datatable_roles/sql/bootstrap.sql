@@ -18,8 +18,9 @@
 --   * The role changes the package makes to its set logins, made for the owner
 --     (PostgreSQL 16 and later): datatable_roles_guard.create_login,
 --     rekey_login, disable_login and drop_login, on roles the owner holds
---     with ADMIN OPTION. They keep first use and the sweep as fast at 10,000
---     roles as at ten (docs/performance.md).
+--     with ADMIN OPTION; and sessions_of, the pids of a role's sessions. They
+--     keep first use and the sweep as fast at 10,000 roles as at ten
+--     (docs/performance.md).
 -- Run it again (it is idempotent) before migrating to a release that adds to it.
 -- The owner role itself (NOSUPERUSER, CREATEROLE, pg_signal_backend, member of
 -- each data table's admin login) is created by the operator: see README.md.
@@ -60,6 +61,25 @@ $$;
 
 REVOKE ALL ON FUNCTION datatable_roles_guard.verifier_is(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION datatable_roles_guard.verifier_is(text, text) TO :"owner";
+
+-- The pids of p_role's sessions, which pg_stat_activity shows anyone. As the
+-- owner, reading them right after a role change costs milliseconds: the
+-- server checks the owner's right to see each session by computing its
+-- memberships again, one per role it made (PostgreSQL 16 and later).
+CREATE OR REPLACE FUNCTION datatable_roles_guard.sessions_of(p_role text)
+RETURNS SETOF integer
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT a.pid FROM pg_catalog.pg_stat_get_activity(NULL) AS a
+    WHERE a.usesysid = pg_catalog.to_regrole(pg_catalog.quote_ident(p_role));
+END;
+$$;
+
+REVOKE ALL ON FUNCTION datatable_roles_guard.sessions_of(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION datatable_roles_guard.sessions_of(text) TO :"owner";
 
 -- Whose roles disable_login and drop_login may change: the owner named at
 -- bootstrap (one row).

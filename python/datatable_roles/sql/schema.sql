@@ -1545,16 +1545,20 @@ CREATE FUNCTION datatable_roles.end_sessions_of(p_login text) RETURNS integer
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
-    login_oid oid := to_regrole(quote_ident(p_login));
     preview boolean := datatable_roles.previewing();
     would_end integer [] := '{}'::integer [];
+    pids integer [];
     session_pid integer;
     n integer := 0;
 BEGIN
-    FOR session_pid IN
-        SELECT a.pid FROM pg_stat_get_activity(NULL) AS a
-        WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
-    LOOP
+    IF to_regprocedure('datatable_roles_guard.sessions_of(text)') IS NOT NULL THEN
+        pids := ARRAY(SELECT p.pid FROM datatable_roles_guard.sessions_of(p_login) AS p (pid));
+    ELSE
+        pids := ARRAY(SELECT a.pid FROM pg_stat_get_activity(NULL) AS a
+            WHERE a.usesysid = to_regrole(quote_ident(p_login)));
+    END IF;
+    FOREACH session_pid IN ARRAY pids LOOP
+        CONTINUE WHEN session_pid = pg_backend_pid();
         IF preview THEN
             would_end := would_end || session_pid;
             n := n + 1;
@@ -1806,10 +1810,11 @@ $$;
 
 ALTER FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) RETURNS boolean
-    LANGUAGE sql STABLE
+CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) RETURNS SETOF boolean
+    LANGUAGE sql STABLE ROWS 1
     AS $$
-    SELECT p_last_used_at < p_cutoff OR (p_password = '' AND (p_dbname IS NULL OR EXISTS (
+    SELECT true
+    WHERE p_last_used_at < p_cutoff OR (p_password = '' AND (p_dbname IS NULL OR EXISTS (
         SELECT FROM unnest(p_role_ids) AS i (id)
         WHERE NOT EXISTS (
             SELECT FROM datatable_roles.datatable_role AS m
@@ -3122,8 +3127,8 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 'intact', s.password <> ''
                     AND EXISTS (
                         SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname)),
-                'stale', datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname,
-                    s.role_ids, datatable_roles.sweep_cutoff(null)))
+                'stale', EXISTS (SELECT FROM datatable_roles.is_sweepable(s.last_used_at,
+                    s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null))))
                 ORDER BY s.last_used_at DESC, s.login)
             FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
     FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)
@@ -3134,14 +3139,22 @@ ALTER FUNCTION datatable_roles.status_report() OWNER TO dtr_owner;
 CREATE FUNCTION datatable_roles.sweep_candidates(p_unused_for interval DEFAULT NULL::interval) RETURNS SETOF text
     LANGUAGE sql STABLE
     AS $$
-    SELECT s.login
-    FROM datatable_roles.datatable_role_set AS s,
-        datatable_roles.sweep_cutoff(p_unused_for) AS c (cutoff)
-    WHERE datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, c.cutoff)
-    ORDER BY s.login
+    SELECT datatable_roles.sweep_candidates_at(datatable_roles.sweep_cutoff(p_unused_for))
 $$;
 
 ALTER FUNCTION datatable_roles.sweep_candidates(p_unused_for interval) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_candidates_at(p_cutoff timestamp with time zone) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT s.login
+    FROM datatable_roles.datatable_role_set AS s
+    WHERE EXISTS (SELECT FROM datatable_roles.is_sweepable(
+        s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
+    ORDER BY s.login
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_candidates_at(p_cutoff timestamp with time zone) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.sweep_cutoff(p_unused_for interval) RETURNS timestamp with time zone
     LANGUAGE sql STABLE
@@ -3204,6 +3217,15 @@ $$;
 
 ALTER FUNCTION datatable_roles.sweep_pending(p_state jsonb) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.sweep_phase_begins(p_state jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT p_state ->> 'phase' = 'maintain' AND p_state ->> 'i' = '0'
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_phase_begins(p_state jsonb) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.sweep_report(p_state jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3222,16 +3244,14 @@ CREATE FUNCTION datatable_roles.sweep_start(p_unused_for interval) RETURNS jsonb
     AS $$
     SELECT jsonb_build_object(
         'cutoff', datatable_roles.sweep_cutoff(p_unused_for),
-        'phase', 'take_away', 'i', 0,
-        'victims', v.victims, 'examined', jsonb_array_length(v.victims),
+        'phase', 'take_away', 'i', 0, 'examined', 0,
         'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0,
         'forgotten', '[]'::jsonb)
-    FROM (SELECT to_jsonb(ARRAY(SELECT datatable_roles.sweep_candidates(p_unused_for))) AS victims) AS v
 $$;
 
 ALTER FUNCTION datatable_roles.sweep_start(p_unused_for interval) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.sweep_step(p_state jsonb) RETURNS jsonb
+CREATE FUNCTION datatable_roles.sweep_step(p_state jsonb, p_victims text[]) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     SET jit TO 'off'
@@ -3240,21 +3260,15 @@ DECLARE
     st jsonb := p_state;
     phase text := p_state ->> 'phase';
     i integer := (p_state ->> 'i')::integer;
-    victim text := p_state -> 'victims' ->> i;
+    victim text := p_victims[i + 1];
     finish record;
     outcome text;
 BEGIN
+    IF phase = 'take_away' AND i = 0 AND (p_state ->> 'examined')::integer = 0 THEN
+        st := st || jsonb_build_object('examined', coalesce(cardinality(p_victims), 0));
+    END IF;
     IF phase = 'take_away' AND victim IS NULL THEN
-        -- Every live login due for rotation, or changed by someone else.
-        RETURN st || jsonb_build_object('phase', 'maintain', 'i', 0, 'victims', to_jsonb(ARRAY(
-            SELECT s.login FROM datatable_roles.datatable_role_set AS s
-            WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
-                s.rotated_at < (SELECT datatable_roles.clock_now())
-                    - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
-                OR NOT EXISTS (
-                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
-                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
-            ORDER BY s.login)));
+        RETURN st || jsonb_build_object('phase', 'maintain', 'i', 0);
     ELSIF phase = 'take_away' THEN
         IF datatable_roles.sweep_take_away(victim, (st ->> 'cutoff')::timestamptz) THEN
             RETURN st || jsonb_build_object('phase', 'drop');
@@ -3291,7 +3305,7 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.sweep_step(p_state jsonb) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.sweep_step(p_state jsonb, p_victims text[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql
@@ -3301,7 +3315,8 @@ BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
-        AND datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff);
+        AND EXISTS (SELECT FROM datatable_roles.is_sweepable(
+            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff));
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -3323,6 +3338,28 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sweep_victims(p_state jsonb) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+    SELECT CASE p_state ->> 'phase'
+        WHEN 'take_away' THEN ARRAY(
+            SELECT datatable_roles.sweep_candidates_at((p_state ->> 'cutoff')::timestamptz))
+        WHEN 'maintain' THEN ARRAY(
+            SELECT s.login FROM datatable_roles.datatable_role_set AS s
+            WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
+                s.rotated_at < (SELECT datatable_roles.clock_now())
+                    - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
+                OR NOT EXISTS (
+                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
+            ORDER BY s.login)
+        ELSE '{}'::text []
+    END
+$$;
+
+ALTER FUNCTION datatable_roles.sweep_victims(p_state jsonb) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text, password text)
     LANGUAGE sql STABLE
@@ -4478,10 +4515,14 @@ CREATE PROCEDURE public.sweep_unused_role_set_logins(INOUT report jsonb DEFAULT 
     AS $$
 DECLARE
     state pg_catalog.jsonb := datatable_roles.sweep_start(unused_for);
+    victims pg_catalog.text [] := datatable_roles.sweep_victims(state);
 BEGIN
     WHILE datatable_roles.sweep_pending(state) LOOP
-        state := datatable_roles.sweep_step(state);
+        state := datatable_roles.sweep_step(state, victims);
         COMMIT;
+        IF datatable_roles.sweep_phase_begins(state) THEN
+            victims := datatable_roles.sweep_victims(state);
+        END IF;
     END LOOP;
     report := datatable_roles.sweep_report(state);
 END;
@@ -5231,19 +5272,25 @@ REVOKE ALL ON FUNCTION datatable_roles.status_report() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_candidates(p_unused_for interval) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.sweep_candidates_at(p_cutoff timestamp with time zone) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.sweep_cutoff(p_unused_for interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_pending(p_state jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.sweep_phase_begins(p_state jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.sweep_report(p_state jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_start(p_unused_for interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.sweep_step(p_state jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.sweep_step(p_state jsonb, p_victims text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sweep_victims(p_state jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 

@@ -95,25 +95,30 @@ $$;
 -- Ends every session of a login (NOLOGIN and DROP ROLE disconnect nobody).
 -- A loop, not one query: the terminate call must only ever see the pids
 -- already chosen. While previewing, the sessions are only noted. Sessions
--- are read from pg_stat_get_activity itself: the pg_stat_activity view
--- joins every role and database to name them, which cost milliseconds a
--- call at 10,000 roles (docs/performance.md).
+-- are read by the superuser step's datatable_roles_guard.sessions_of when
+-- it is there: as the owner, PostgreSQL checks its right to see each
+-- session against memberships it computes again after every role change,
+-- milliseconds a call at 10,000 roles on 16+ (docs/performance.md).
 CREATE OR REPLACE FUNCTION datatable_roles.end_sessions_of(p_login text)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
-    login_oid oid := to_regrole(quote_ident(p_login));
     preview boolean := datatable_roles.previewing();
     would_end integer [] := '{}'::integer [];
+    pids integer [];
     session_pid integer;
     n integer := 0;
 BEGIN
-    FOR session_pid IN
-        SELECT a.pid FROM pg_stat_get_activity(NULL) AS a
-        WHERE a.usesysid = login_oid AND a.pid <> pg_backend_pid()
-    LOOP
+    IF to_regprocedure('datatable_roles_guard.sessions_of(text)') IS NOT NULL THEN
+        pids := ARRAY(SELECT p.pid FROM datatable_roles_guard.sessions_of(p_login) AS p (pid));
+    ELSE
+        pids := ARRAY(SELECT a.pid FROM pg_stat_get_activity(NULL) AS a
+            WHERE a.usesysid = to_regrole(quote_ident(p_login)));
+    END IF;
+    FOREACH session_pid IN ARRAY pids LOOP
+        CONTINUE WHEN session_pid = pg_backend_pid();
         IF preview THEN
             would_end := would_end || session_pid;
             n := n + 1;

@@ -162,15 +162,18 @@ $$;
 -- of this instance unused since p_cutoff; or a retired one (empty password)
 -- that no resolve will take back: one made before logins were scoped to a
 -- database (no dbname), or holding a role that was dropped, or that no data
--- table on its database maps any more.
+-- table on its database maps any more. A row when sweepable, none otherwise:
+-- set-returning, so that it is inlined into its callers' queries instead of
+-- planned once per login.
 CREATE OR REPLACE FUNCTION datatable_roles.is_sweepable(
     p_last_used_at timestamptz, p_password text, p_dbname text, p_role_ids bigint[],
     p_cutoff timestamptz
 )
-RETURNS boolean
-LANGUAGE sql STABLE
+RETURNS SETOF boolean
+LANGUAGE sql STABLE ROWS 1
 AS $$
-    SELECT p_last_used_at < p_cutoff OR (p_password = '' AND (p_dbname IS NULL OR EXISTS (
+    SELECT true
+    WHERE p_last_used_at < p_cutoff OR (p_password = '' AND (p_dbname IS NULL OR EXISTS (
         SELECT FROM unnest(p_role_ids) AS i (id)
         WHERE NOT EXISTS (
             SELECT FROM datatable_roles.datatable_role AS m
@@ -190,16 +193,24 @@ AS $$
     FROM datatable_roles.clock_now() AS c (now), datatable_roles.settings AS s
 $$;
 
--- The logins a sweep examines, in the order it takes them.
-CREATE OR REPLACE FUNCTION datatable_roles.sweep_candidates(p_unused_for interval DEFAULT null)
+-- The logins a sweep with this cutoff examines, in the order it takes them.
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_candidates_at(p_cutoff timestamptz)
 RETURNS SETOF text
 LANGUAGE sql STABLE
 AS $$
     SELECT s.login
-    FROM datatable_roles.datatable_role_set AS s,
-        datatable_roles.sweep_cutoff(p_unused_for) AS c (cutoff)
-    WHERE datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, c.cutoff)
+    FROM datatable_roles.datatable_role_set AS s
+    WHERE EXISTS (SELECT FROM datatable_roles.is_sweepable(
+        s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
     ORDER BY s.login
+$$;
+
+-- The logins a sweep would examine now.
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_candidates(p_unused_for interval DEFAULT null)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    SELECT datatable_roles.sweep_candidates_at(datatable_roles.sweep_cutoff(p_unused_for))
 $$;
 
 -- Sweep, step 1, in a transaction of its own: if the login is still unused
@@ -214,7 +225,8 @@ BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
-        AND datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff);
+        AND EXISTS (SELECT FROM datatable_roles.is_sweepable(
+            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff));
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -320,9 +332,12 @@ END;
 $$;
 
 -- The sweep as steps, each one transaction of the procedure below, its
--- progress in a jsonb state: take away (per login), drop (per login), then
--- rotate or heal (per login), the link login's rotation, stray sessions,
--- and the directory's reconciliation.
+-- progress in a small jsonb state: take away (per login), drop (per login),
+-- then rotate or heal (per login), the link login's rotation, stray
+-- sessions, and the directory's reconciliation. The logins of a phase are
+-- a separate array (sweep_victims), read by position, so that no step
+-- copies a list as long as the instance's logins (which made the sweep's
+-- time per login grow with their number).
 CREATE OR REPLACE FUNCTION datatable_roles.sweep_start(p_unused_for interval)
 RETURNS jsonb
 LANGUAGE sql STABLE
@@ -330,11 +345,43 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
     SELECT jsonb_build_object(
         'cutoff', datatable_roles.sweep_cutoff(p_unused_for),
-        'phase', 'take_away', 'i', 0,
-        'victims', v.victims, 'examined', jsonb_array_length(v.victims),
+        'phase', 'take_away', 'i', 0, 'examined', 0,
         'dropped', 0, 'skipped', 0, 'unfinished', '[]'::jsonb, 'rotated', 0, 'healed', 0,
         'forgotten', '[]'::jsonb)
-    FROM (SELECT to_jsonb(ARRAY(SELECT datatable_roles.sweep_candidates(p_unused_for))) AS victims) AS v
+$$;
+
+-- The logins of the state's phase, in the order it takes them: those unused
+-- since the cutoff (take_away), or every live login due for rotation or
+-- changed by someone else (maintain); none for the other phases.
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_victims(p_state jsonb)
+RETURNS text[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT CASE p_state ->> 'phase'
+        WHEN 'take_away' THEN ARRAY(
+            SELECT datatable_roles.sweep_candidates_at((p_state ->> 'cutoff')::timestamptz))
+        WHEN 'maintain' THEN ARRAY(
+            SELECT s.login FROM datatable_roles.datatable_role_set AS s
+            WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
+                s.rotated_at < (SELECT datatable_roles.clock_now())
+                    - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
+                OR NOT EXISTS (
+                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
+            ORDER BY s.login)
+        ELSE '{}'::text []
+    END
+$$;
+
+-- Whether the last step began a phase with logins of its own (then the
+-- procedure reads them with sweep_victims).
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_phase_begins(p_state jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+    SELECT p_state ->> 'phase' = 'maintain' AND p_state ->> 'i' = '0'
 $$;
 
 CREATE OR REPLACE FUNCTION datatable_roles.sweep_pending(p_state jsonb)
@@ -345,7 +392,7 @@ AS $$
     SELECT p_state ->> 'phase' <> 'done'
 $$;
 
-CREATE OR REPLACE FUNCTION datatable_roles.sweep_step(p_state jsonb)
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_step(p_state jsonb, p_victims text[])
 RETURNS jsonb
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -355,21 +402,15 @@ DECLARE
     st jsonb := p_state;
     phase text := p_state ->> 'phase';
     i integer := (p_state ->> 'i')::integer;
-    victim text := p_state -> 'victims' ->> i;
+    victim text := p_victims[i + 1];
     finish record;
     outcome text;
 BEGIN
+    IF phase = 'take_away' AND i = 0 AND (p_state ->> 'examined')::integer = 0 THEN
+        st := st || jsonb_build_object('examined', coalesce(cardinality(p_victims), 0));
+    END IF;
     IF phase = 'take_away' AND victim IS NULL THEN
-        -- Every live login due for rotation, or changed by someone else.
-        RETURN st || jsonb_build_object('phase', 'maintain', 'i', 0, 'victims', to_jsonb(ARRAY(
-            SELECT s.login FROM datatable_roles.datatable_role_set AS s
-            WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
-                s.rotated_at < (SELECT datatable_roles.clock_now())
-                    - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
-                OR NOT EXISTS (
-                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
-                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
-            ORDER BY s.login)));
+        RETURN st || jsonb_build_object('phase', 'maintain', 'i', 0);
     ELSIF phase = 'take_away' THEN
         IF datatable_roles.sweep_take_away(victim, (st ->> 'cutoff')::timestamptz) THEN
             RETURN st || jsonb_build_object('phase', 'drop');
@@ -507,10 +548,14 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     state pg_catalog.jsonb := datatable_roles.sweep_start(unused_for);
+    victims pg_catalog.text [] := datatable_roles.sweep_victims(state);
 BEGIN
     WHILE datatable_roles.sweep_pending(state) LOOP
-        state := datatable_roles.sweep_step(state);
+        state := datatable_roles.sweep_step(state, victims);
         COMMIT;
+        IF datatable_roles.sweep_phase_begins(state) THEN
+            victims := datatable_roles.sweep_victims(state);
+        END IF;
     END LOOP;
     report := datatable_roles.sweep_report(state);
 END;

@@ -140,8 +140,8 @@ AS $$
                 'intact', s.password <> ''
                     AND EXISTS (
                         SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname)),
-                'stale', datatable_roles.is_sweepable(s.last_used_at, s.password, s.dbname,
-                    s.role_ids, datatable_roles.sweep_cutoff(null)))
+                'stale', EXISTS (SELECT FROM datatable_roles.is_sweepable(s.last_used_at,
+                    s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null))))
                 ORDER BY s.last_used_at DESC, s.login)
             FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
     FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)

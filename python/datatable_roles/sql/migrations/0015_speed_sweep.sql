@@ -5,3 +5,11 @@
 -- login_settings_elsewhere is set-returning now (inlined into the sweep's
 -- query over every live login).
 DROP FUNCTION IF EXISTS datatable_roles.login_settings_elsewhere(text, text);
+
+-- is_sweepable is set-returning now (inlined where it is used), and a sweep's
+-- step reads its logins from an array of their own (sweep_victims) instead of
+-- from its state.
+DROP FUNCTION IF EXISTS datatable_roles.is_sweepable(
+    timestamptz, text, text, bigint[], timestamptz
+);
+DROP FUNCTION IF EXISTS datatable_roles.sweep_step(jsonb);
