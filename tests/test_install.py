@@ -156,7 +156,7 @@ def test_installed_cli_runs_the_demo(venv):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert re.search(r"metadata database dtr_demo_meta: bootstrap, then \d+ migrations", out)
-    assert len(re.findall(r"^\d+\. .*\n=+$", out, flags=re.M)) == 9
+    assert len(re.findall(r"^\d+\. .*\n=+$", out, flags=re.M)) == 10
     assert "REFUSED (R5)" in out and "the cluster is stopped and removed" in out
     m = re.search(r"^  in (/\S+)$", out, flags=re.M)
     assert m and not Path(m.group(1)).exists()

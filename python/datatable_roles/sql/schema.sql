@@ -570,11 +570,12 @@ BEGIN
                 format(verb, privs_sql, upper(substr(on_what, 8)), role_name));
         END LOOP;
         warnings := warnings || datatable_roles.acl_warning('default_privileges', format(
-            'default privileges bind only %s created later by %s%s; objects that exist now are not touched (use "all %s"), and objects a set login (a job holding several roles) creates are its own and are not covered',
+            'default privileges bind only %s created later by %s%s; objects that exist now are not touched%s, and objects a set login (a job holding several roles) creates are its own and are not covered',
             substr(on_what, 8),
             array_to_string(ARRAY(SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c), ', '),
             CASE WHEN tkind = 'schema' THEN format(' in schema %I', target ->> 'schema') ELSE ' in any schema' END,
-            substr(on_what, 8)));
+            CASE WHEN on_what = 'future schemas' THEN ''
+                ELSE format(' (use "all %s")', substr(on_what, 8)) END));
         IF action = 'grant' AND on_what = 'future tables' THEN
             warnings := warnings || datatable_roles.acl_warning('rls_disabled',
                 'tables are created with row-level security disabled: enable it on each new table before its rows matter (ALTER TABLE ... ENABLE ROW LEVEL SECURITY)');

@@ -1,5 +1,5 @@
 -- depends: 0015_speed_sweep
--- functions: 318f77f868b5707bf9a0a1955be84402660cdc51ebf6810015c583ab5dce3685
+-- functions: e6aaa938980fc9d61115b8a5595ac2dea3d58f9fcd8c2b9ee3637138dba23ff2
 -- The grants editor (docs/acl.md): datatable_acl, plan_datatable_acl and
 -- apply_datatable_acl read, plan and apply grants in a data table's
 -- database; every apply is recorded here; a platform role may be given the
