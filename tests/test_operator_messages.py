@@ -86,3 +86,19 @@ def test_grant_calls_refuses_an_unknown_kind_and_grants_nothing(make_world, uid)
         w.call("SELECT datatable_roles.grant_calls(%s, 'admin')", [role])
     assert w.call("SELECT count(*) FROM datatable_roles.worker_role WHERE name = %s",
                   [role]) == [(0,)]
+
+
+def test_a_role_near_no_other_gets_no_empty_did_you_mean(make_world):
+    """No name near the one given: the hint says only what fixes it, never "Did you mean ?"."""
+    w = make_world(users={"publisher": []}, admins=["publisher"], tenants={"sales_emea": ["*"]},
+                   jobs=[None])
+    far = "qqqqqqqqqqqqqqqqqqqqqqqq"
+    with w.connect_worker() as worker:
+        with pytest.raises(errors.InsufficientPrivilege) as e:
+            worker.execute("SELECT * FROM resolve_datatable_role(%s, %s, %s)",
+                           [w.jobs[None], DT, far])
+    assert e.value.diag.message_hint == (
+        "Name a role of the map, or add the role to the map with set_datatable_role_tenants.")
+    with pytest.raises(errors.NoDataFound) as e:
+        w.call("SELECT set_datatable_role_enabled(%s, false)", [far])
+    assert e.value.diag.message_hint == "Create it with create_datatable_role."

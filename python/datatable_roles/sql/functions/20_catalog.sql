@@ -56,9 +56,9 @@ BEGIN
     SELECT r.* INTO found_role FROM datatable_roles.catalog_role AS r WHERE r.name = p_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'data table role % does not exist', quote_literal(left(p_name, 80))
-            USING ERRCODE = 'no_data_found', HINT = coalesce(format('Did you mean %s? ', quote_literal(
+            USING ERRCODE = 'no_data_found', HINT = coalesce('Did you mean ' || quote_literal(
                 datatable_roles.nearest_name(p_name, ARRAY(
-                    SELECT r.name FROM datatable_roles.catalog_role AS r ORDER BY r.name)))), '')
+                    SELECT r.name FROM datatable_roles.catalog_role AS r ORDER BY r.name))) || '? ', '')
                 || 'Create it with create_datatable_role.';
     END IF;
     RETURN found_role;

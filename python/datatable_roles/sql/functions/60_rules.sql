@@ -224,11 +224,11 @@ BEGIN
                 result.refused_message := format(
                     'data table %s: role %s was named, and it is not in the data table''s role map',
                     label, quote_literal(left(p_role, 80)));
-                result.refused_hint := coalesce(format('Did you mean %s? ', quote_literal(
+                result.refused_hint := coalesce('Did you mean ' || quote_literal(
                         datatable_roles.nearest_name(p_role, ARRAY(
                             SELECT r.name FROM datatable_roles.datatable_role AS m
                             JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                            WHERE m.datatable_id = h.id) || 'admin'::text))), '')
+                            WHERE m.datatable_id = h.id) || 'admin'::text)) || '? ', '')
                     || 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
             ELSIF NOT candidate.enabled THEN
                 result.refused_message := format(
