@@ -134,3 +134,23 @@ def test_owner_commands_as_the_worker_are_permission_denied_not_refused(make_wor
     code, _, _ = run(capsys, "--dsn", env.meta.worker_conninfo, "explain",
                      str(env.job("alice")), "main")
     assert code == 0
+
+
+def test_no_server_at_the_dsn_says_what_names_the_database(tmp_path, capsys):
+    """No server where the DSN (or PG*) points: libpq's line saying what to check is kept,
+    and the hint names --dsn and the PG* variables."""
+    code, out, err = run(capsys, "--dsn", f"host={tmp_path} port=5999 dbname=x user=x",
+                         "status")
+    assert code == 1 and out == ""
+    assert err.startswith("error: DatatableRolesError: ") and str(tmp_path) in err
+    assert "detail: Is the server running locally and accepting connections" in err
+    assert "hint: Name the metadata database and its login: a conninfo or URL (the CLI's --dsn" in err
+    assert "PGHOST, PGPORT, PGDATABASE, PGUSER" in err
+
+
+def test_a_login_the_cluster_does_not_know_gets_the_same_hint(cluster, uid, capsys):
+    code, out, err = run(capsys, "--dsn", f"host={cluster.host} port={cluster.port}"
+                         f" dbname=postgres user={uid}_nobody", "status")
+    assert code == 1 and out == ""
+    assert err.startswith("error: DatatableRolesError: connection failed: ")
+    assert "hint: Name the metadata database and its login" in err

@@ -41,7 +41,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .errors import DatatableRolesError, is_bad_password, map_error
+from .errors import DatatableRolesError, connect_error, is_bad_password, map_error
 from .migrate import migrate
 
 __all__ = ["Client", "Resolution", "JobId", "migrate", "role_option"]
@@ -107,6 +107,8 @@ class Client:
         if isinstance(conn, str):
             try:
                 self.conn: psycopg.Connection[Any] = psycopg.connect(conn, autocommit=True)
+            except psycopg.OperationalError as e:
+                raise connect_error(e) from None
             except psycopg.Error as e:
                 raise map_error(e) from None
             self._owns_conn = True

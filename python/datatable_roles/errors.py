@@ -200,8 +200,14 @@ _NO_PRIVILEGE = "permission denied"
 _RULE = re.compile(r"R[0-9]+")
 
 # The hint of a PermissionDenied the server gave none.
-OWNER_HINT = ("Connect as the package owner: the worker role may only record jobs, resolve and "
-              "explain (grant_worker).")
+OWNER_HINT = ("Connect as the package owner: the worker role may only record jobs, resolve, "
+              "explain, cached_result_path and usable_datatable_roles (grant_worker).")
+
+# What names the metadata database, for a connection that could not be opened.
+CONNECT_HINT = ("Name the metadata database and its login: a conninfo or URL (the CLI's --dsn, "
+                "e.g. --dsn 'host=db.internal dbname=windmill user=datatable_roles_owner'), or "
+                "the PG* variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD or "
+                "PGPASSFILE).")
 
 # The admin login named by the message of a 55000 admin_password refusal.
 _ADMIN_LOGIN = re.compile(r"the password of its admin login (\S+) was changed")
@@ -256,3 +262,16 @@ def map_error(err: psycopg.Error, secrets: Iterable[str] = ()) -> DatatableRoles
     return cls(redact(primary, secrets) or "", sqlstate=sqlstate, hint=hint,
                detail=redact(diag.message_detail if diag is not None else None, secrets),
                **extra)
+
+
+def connect_error(err: psycopg.OperationalError) -> DatatableRolesError:
+    """The wrapper exception for a metadata connection that could not be opened: libpq's
+    message whole (its second line says what to check, e.g. "Is the server running ...?"),
+    and a hint naming what chooses the database."""
+    mapped = map_error(err)
+    lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
+    if lines and not mapped.detail:
+        mapped.detail = redact(" ".join(lines))
+    if not mapped.hint or mapped.hint == OWNER_HINT:
+        mapped.hint = CONNECT_HINT
+    return mapped
