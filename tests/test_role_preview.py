@@ -374,8 +374,13 @@ def test_cli_usable_roles_and_preview_change(world, sessions, capsys):
     assert json.loads(capsys.readouterr().out) == preview(w, "remove", w.a, WS, DT)
     assert main(["--dsn", w.meta.owner_conninfo, "preview-change", "disable", w.b]) == 0
     out = capsys.readouterr().out
-    assert "disable " + w.b + ": 2 login(s) retired" in out and got["b"].login in out
+    assert (f"disable {w.b} would retire 2 login(s) and end" in out
+            and "; nothing was changed" in out and got["b"].login in out)
     assert all(sessions.alive().values())
+    # remove names its data table: without it, a usage error naming what is missing
+    assert main(["--dsn", w.meta.owner_conninfo, "preview-change", "remove", w.a]) == 2
+    assert ("remove needs --workspace and --datatable: the data table to remove the role from"
+            in capsys.readouterr().err)
     # the worker may not preview
     assert main(["--dsn", w.meta.worker_conninfo, "preview-change", "disable", w.b]) == 1
     assert "PermissionDenied" in capsys.readouterr().err

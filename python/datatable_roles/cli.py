@@ -55,6 +55,8 @@ EXIT_CODES = f"""exit codes:
   {EXIT_NO}  the answer is no: explain's decision is a refusal; lint-policies found a policy
      naming a role that does not exist; doctor found a problem; acl apply: the operator
      answered no (nothing applied)"""
+# A subcommand's --help points at the block instead of repeating it.
+EXIT_CODES_SEE = "exit codes: 0 ok, 1 error, 2 usage, 3 the answer is no (datatable-roles --help)"
 
 
 @dataclass
@@ -163,8 +165,8 @@ def cmd_preview_change(args: argparse.Namespace) -> Output:
         report = client.conn.execute(
             "SELECT preview_datatable_role_change(%s, %s, %s, %s)",
             [args.change, args.role, args.workspace, args.datatable]).fetchone()[0]
-    lines = [f"{args.change} {report['role']}: {report['retired']} login(s) retired, "
-             f"{report['sessions']['count']} session(s) ended (nothing was changed)"]
+    lines = [f"{args.change} {report['role']} would retire {report['retired']} login(s) and "
+             f"end {report['sessions']['count']} session(s); nothing was changed"]
     lines += [f"  data table {t['workspace']}/{t['name']}" + (" (its default)" if t["default"]
                                                              else "")
               for t in report["datatables"]]
@@ -348,7 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, summary: str, description: str, parents=(with_dsn,)):
         return sub.add_parser(name, parents=list(parents), help=summary,
-                              description=textwrap.fill(description, 88), epilog=EXIT_CODES,
+                              description=textwrap.fill(description, 88),
+                              epilog=EXIT_CODES_SEE,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
     p = command("migrate", "apply pending migrations",
@@ -431,7 +434,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("role", metavar="ROLE")
     p.add_argument("--workspace")
     p.add_argument("--datatable")
-    p.set_defaults(func=cmd_preview_change)
+
+    def remove_names_its_datatable(args: argparse.Namespace, p=p) -> None:
+        missing = [f"--{a}" for a in ("workspace", "datatable")
+                   if args.change == "remove" and getattr(args, a) is None]
+        if missing:
+            p.error(f"remove needs {' and '.join(missing)}: the data table to remove the "
+                    "role from")
+    p.set_defaults(func=cmd_preview_change, prepare=remove_names_its_datatable)
 
     add_acl_commands(sub, with_dsn)
 
@@ -474,7 +484,7 @@ def add_acl_commands(sub: Any, with_dsn: argparse.ArgumentParser) -> None:
             "change takes, with warnings; apply plans, shows the plan, asks, and applies "
             "exactly the statements shown. As the package owner or a role given "
             "datatable_roles.grant_acl_editor.", 88),
-        epilog=EXIT_CODES, formatter_class=formatter)
+        epilog=EXIT_CODES_SEE, formatter_class=formatter)
     acl_sub = acl.add_subparsers(dest="acl_command", metavar="ACL_COMMAND", required=True)
 
     target = argparse.ArgumentParser(add_help=False)
@@ -506,7 +516,7 @@ def add_acl_commands(sub: Any, with_dsn: argparse.ArgumentParser) -> None:
                     epilog: str) -> argparse.ArgumentParser:
         p = acl_sub.add_parser(name, parents=[*parents, with_dsn], help=summary,
                                description=textwrap.fill(description, 88),
-                               epilog=epilog + "\n\n" + EXIT_CODES, formatter_class=formatter)
+                               epilog=epilog + "\n\n" + EXIT_CODES_SEE, formatter_class=formatter)
         p.set_defaults(parser=p, prepare=prepare_acl)
         return p
 
