@@ -1,6 +1,7 @@
 """Command line interface: ``datatable-roles`` (also ``python -m datatable_roles``).
 
-Commands: migrate, status, explain, sweep, lint-policies, doctor, usable-roles,
+Commands: migrate, status, explain, sweep, lint-policies, doctor, register-datatable,
+set-admin-password, usable-roles,
 preview-change, acl (show, plan, apply), demo. Global options: ``--dsn``
 (libpq conninfo or URL of the metadata database, for every command; empty: the PG*
 environment variables) and ``--json`` (machine output; also accepted after the command).
@@ -23,7 +24,9 @@ policy check policy_lint.py's.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import os
 import sys
 import textwrap
 import uuid
@@ -133,6 +136,54 @@ def cmd_lint_policies(args: argparse.Namespace) -> Output:
                      "Without --database, every registered one is checked.")
     return Output(result, render.render_lint(result),
                   EXIT_NO if result["missing_roles"] else EXIT_OK)
+
+
+def read_secret(args: argparse.Namespace) -> None:
+    """args.secret, the admin password: from --password-file (- for standard input), from
+    the variable --password-env names, or asked for on the terminal; never from the command
+    line. Runs while the arguments are parsed, so that a missing source is a usage error."""
+    if args.password_file is not None:
+        if args.password_file == "-":
+            text = sys.stdin.readline()
+        else:
+            with open(args.password_file, encoding="utf-8") as f:
+                text = f.readline()
+        secret = text.rstrip("\r\n")
+    elif args.password_env is not None:
+        secret = os.environ.get(args.password_env, "")
+        if not secret:
+            args.parser.error(f"--password-env {args.password_env}: the variable is not set "
+                              "or empty")
+    elif sys.stdin.isatty():
+        secret = getpass.getpass(f"password of admin login {args.admin_login}: "
+                                 if hasattr(args, "admin_login") else
+                                 f"new password of the admin login of {args.name}: ")
+    else:
+        args.parser.error("no terminal to ask for the password on: give --password-file or "
+                          "--password-env")
+    if not secret:
+        args.parser.error("the password is empty")
+    args.secret = secret
+
+
+def cmd_register_datatable(args: argparse.Namespace) -> Output:
+    """register_datatable, the admin password in no statement text and no bind parameter."""
+    with metadata_client(args.dsn) as client:
+        datatable_id = client.register_datatable(args.workspace, args.name, args.dbname,
+                                                 args.admin_login, args.secret)
+    return Output({"id": datatable_id, "workspace": args.workspace, "name": args.name},
+                  f"registered data table {args.workspace}/{args.name} (id {datatable_id}) on "
+                  f"database {args.dbname}, admin login {args.admin_login}; its default role "
+                  "is admin until you set another (set_datatable_default_role)")
+
+
+def cmd_set_admin_password(args: argparse.Namespace) -> Output:
+    """set_datatable_admin_password, the password in no statement text or parameter."""
+    with metadata_client(args.dsn) as client:
+        client.set_datatable_admin_password(args.workspace, args.name, args.secret)
+    return Output({"workspace": args.workspace, "name": args.name},
+                  f"data table {args.workspace}/{args.name}: the package has the admin "
+                  "login's new password")
 
 
 def database_params(value: str) -> dict[str, Any]:
@@ -414,6 +465,37 @@ def build_parser() -> argparse.ArgumentParser:
                 "readable) and policies naming missing roles. Prints one line per check and "
                 "each problem's fix; exit code 3 when a check failed. As the package owner.")
     p.set_defaults(func=cmd_doctor)
+
+    secret = argparse.ArgumentParser(add_help=False)
+    source = secret.add_mutually_exclusive_group()
+    source.add_argument("--password-file", metavar="PATH",
+                        help="read the admin password from the first line of PATH (- for "
+                             "standard input)")
+    source.add_argument("--password-env", metavar="VAR",
+                        help="read the admin password from the environment variable VAR")
+
+    p = command("register-datatable", "register a data table (its admin password asked for, "
+                                      "never on the command line)",
+                "register_datatable: a data table WORKSPACE/NAME on database DBNAME, owned by "
+                "ADMIN_LOGIN. The admin password is asked for on the terminal, or read from "
+                "--password-file or --password-env, and reaches the server as COPY data: in no "
+                "statement text and no bind parameter, so no log_* setting of the server logs "
+                "it, even when a step fails. The package tries it as a login first. As the "
+                "package owner.", parents=(with_dsn, secret))
+    p.add_argument("workspace", metavar="WORKSPACE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("dbname", metavar="DBNAME")
+    p.add_argument("admin_login", metavar="ADMIN_LOGIN")
+    p.set_defaults(func=cmd_register_datatable, parser=p, prepare=read_secret)
+
+    p = command("set-admin-password", "give the package a data table's new admin password",
+                "set_datatable_admin_password, after the admin login's password was changed "
+                "outside the package (resolves of it are refused with 55000 until then). The "
+                "password is read as register-datatable reads it. As the package owner.",
+                parents=(with_dsn, secret))
+    p.add_argument("workspace", metavar="WORKSPACE")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=cmd_set_admin_password, parser=p, prepare=read_secret)
 
     p = command("usable-roles", "the roles a member may name on a data table",
                 "The roles USERNAME may name on the data table (R1), and what a connection "

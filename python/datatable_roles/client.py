@@ -160,6 +160,29 @@ class Client:
         rows = self._rows(query, params, secrets)
         return rows[0][0] if rows else None
 
+    # Stands for the secret in a query of _rows_with_secret.
+    SECRET = "(SELECT s.value FROM pg_temp.dtr_secret AS s)"
+
+    def _rows_with_secret(self, query: str, params: Sequence[Any],
+                          secret: str) -> list[tuple[Any, ...]]:
+        """Run ``query``, in which :attr:`SECRET` stands for ``secret``. The secret crosses
+        as COPY data into a temporary table dropped before the transaction ends: the server
+        logs statement texts (log_statement, and every failed statement by default) and,
+        with log_statement=all, bind parameters too, but never COPY data."""
+        with self._lock:
+            try:
+                with self.conn.transaction():
+                    self.conn.execute("CREATE TEMPORARY TABLE dtr_secret (value text NOT NULL)"
+                                      " ON COMMIT DROP")
+                    with self.conn.cursor().copy(
+                            "COPY pg_temp.dtr_secret (value) FROM STDIN") as copy:
+                        copy.write_row([secret])
+                    rows = self.conn.execute(query, params).fetchall()
+                    self.conn.execute("DROP TABLE pg_temp.dtr_secret")
+                    return rows
+            except psycopg.Error as e:
+                raise map_error(e, [secret]) from None
+
     @staticmethod
     def _uuid(job_id: JobId) -> str:
         return str(job_id)
@@ -236,18 +259,20 @@ class Client:
         """Registers a data table (default role admin); returns its id. The admin password
         is tried as a login first (:class:`~datatable_roles.errors.InvalidPassword` when it
         does not work), then set again, to the same password, through a verifier the package
-        computes (4096 iterations: about 0.2 s)."""
-        return int(self._value("SELECT register_datatable(%s, %s, %s, %s, %s)",
-                               [workspace, name, dbname, admin_login, admin_password],
-                               secrets=[admin_password]))
+        computes (4096 iterations: about 0.2 s). The password reaches the server in no
+        statement text and no bind parameter (:meth:`_rows_with_secret`)."""
+        return int(self._rows_with_secret(
+            f"SELECT register_datatable(%s, %s, %s, %s, {self.SECRET})",
+            [workspace, name, dbname, admin_login], admin_password)[0][0])
 
     def set_datatable_admin_password(self, workspace: str, name: str,
                                      admin_password: str) -> None:
         """Gives the package the admin login's current password (after it was changed outside
         the package: :class:`~datatable_roles.errors.AdminPasswordChanged`). Tried as a login
-        first (:class:`~datatable_roles.errors.InvalidPassword` when it does not work)."""
-        self._rows("SELECT set_datatable_admin_password(%s, %s, %s)",
-                   [workspace, name, admin_password], secrets=[admin_password])
+        first (:class:`~datatable_roles.errors.InvalidPassword` when it does not work). As
+        :meth:`register_datatable`, the password is in no statement text or parameter."""
+        self._rows_with_secret(f"SELECT set_datatable_admin_password(%s, %s, {self.SECRET})",
+                               [workspace, name], admin_password)
 
     def reference_datatable(self, workspace: str, name: str, governing_workspace: str,
                             governing_name: str) -> int:
