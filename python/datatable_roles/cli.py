@@ -1,8 +1,8 @@
 """Command line interface: ``datatable-roles`` (also ``python -m datatable_roles``).
 
 Commands: migrate, status, explain, sweep, lint-policies, doctor, register-datatable,
-set-admin-password, usable-roles,
-preview-change, acl (show, plan, apply), demo. Global options: ``--dsn``
+set-admin-password, usable-roles, preview-change, acl (show, plan, apply), sql-file,
+verifier, demo. Global options: ``--dsn``
 (libpq conninfo or URL of the metadata database, for every command; empty: the PG*
 environment variables) and ``--json`` (machine output; also accepted after the command).
 Exit codes (:data:`EXIT_CODES`): 0 ok, 1 error, 2 usage, 3 the answer is no (explain: a
@@ -43,9 +43,10 @@ from .client import Client
 from .demo import run_demo
 from .doctor import run_doctor
 from .errors import DatatableRolesError, UnknownObject, map_error, redact
-from .migrate import DIRECTORIES, check_installed, migrate
+from .migrate import DIRECTORIES, SQL_DIR, check_installed, migrate
 from .policy_lint import lint_databases
 from .progress import ProgressBar, watching_sweep
+from .scram import scram_sha256_verifier
 
 # A sweep of more stale logins than this shows a progress bar on stderr.
 PROGRESS_THRESHOLD = 20
@@ -155,9 +156,7 @@ def read_secret(args: argparse.Namespace) -> None:
             args.parser.error(f"--password-env {args.password_env}: the variable is not set "
                               "or empty")
     elif sys.stdin.isatty():
-        secret = getpass.getpass(f"password of admin login {args.admin_login}: "
-                                 if hasattr(args, "admin_login") else
-                                 f"new password of the admin login of {args.name}: ")
+        secret = getpass.getpass("password: ")
     else:
         args.parser.error("no terminal to ask for the password on: give --password-file or "
                           "--password-env")
@@ -184,6 +183,23 @@ def cmd_set_admin_password(args: argparse.Namespace) -> Output:
     return Output({"workspace": args.workspace, "name": args.name},
                   f"data table {args.workspace}/{args.name}: the package has the admin "
                   "login's new password")
+
+
+# The superuser steps an operator runs with psql, by name (sql-file).
+SUPERUSER_STEPS = ("bootstrap", "after-pg-upgrade", "pgbouncer-auth")
+
+
+def cmd_sql_file(args: argparse.Namespace) -> Output:
+    """The path of a superuser step shipped with the package, for psql -f."""
+    path = SQL_DIR / f"{args.step}.sql"
+    return Output({"step": args.step, "path": str(path)}, str(path))
+
+
+def cmd_verifier(args: argparse.Namespace) -> Output:
+    """A SCRAM-SHA-256 verifier of a password, for CREATE ROLE ... PASSWORD '<verifier>': the
+    server stores it as is, and the password itself is in no statement."""
+    verifier = scram_sha256_verifier(args.secret)
+    return Output({"verifier": verifier}, verifier)
 
 
 def database_params(value: str) -> dict[str, Any]:
@@ -469,10 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
     secret = argparse.ArgumentParser(add_help=False)
     source = secret.add_mutually_exclusive_group()
     source.add_argument("--password-file", metavar="PATH",
-                        help="read the admin password from the first line of PATH (- for "
+                        help="read the password from the first line of PATH (- for "
                              "standard input)")
     source.add_argument("--password-env", metavar="VAR",
-                        help="read the admin password from the environment variable VAR")
+                        help="read the password from the environment variable VAR")
 
     p = command("register-datatable", "register a data table (its admin password asked for, "
                                       "never on the command line)",
@@ -526,6 +542,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_preview_change, prepare=remove_names_its_datatable)
 
     add_acl_commands(sub, with_dsn)
+
+    p = command("sql-file", "the path of a superuser step, for psql -f",
+                "Prints where the package's superuser steps are: bootstrap (once per metadata "
+                "database, and again before an upgrade), after-pg-upgrade (after pg_upgrade "
+                "from 15), pgbouncer-auth (per data table database behind PgBouncer). Needs "
+                "no --dsn.", parents=(common,))
+    p.add_argument("step", choices=SUPERUSER_STEPS)
+    p.set_defaults(func=cmd_sql_file)
+
+    p = command("verifier", "a SCRAM verifier of a password, to create a role with",
+                "Prints the SCRAM-SHA-256 verifier of a password read as register-datatable "
+                "reads it (terminal, --password-file or --password-env), for CREATE ROLE ... "
+                "PASSWORD '<verifier>': the server stores the verifier as is, so the password "
+                "is in no statement and no log. Needs no --dsn.", parents=(common, secret))
+    p.set_defaults(func=cmd_verifier, parser=p, prepare=read_secret)
 
     p = command("demo", "a tour on a throwaway cluster: per-viewer rows under each default",
                 "Starts a throwaway PostgreSQL cluster, installs the package, builds a sample "
