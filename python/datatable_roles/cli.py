@@ -212,10 +212,7 @@ def database_params(value: str) -> dict[str, Any]:
 def cmd_usable_roles(args: argparse.Namespace) -> Output:
     """usable_datatable_roles: the roles a member may name, and what naming none gives."""
     with metadata_client(args.dsn) as client:
-        rows = client.conn.execute(
-            "SELECT role, source, roles, rule FROM usable_datatable_roles(%s, %s, %s)",
-            [args.workspace, args.datatable, args.username]).fetchall()
-    data = [dict(zip(("role", "source", "roles", "rule"), r)) for r in rows]
+        data = client.usable_datatable_roles(args.workspace, args.datatable, args.username)
     named = [r["role"] for r in data if r["source"] == "named"]
     lines = [f"{args.username} may name: {', '.join(named) or '(none)'}"]
     for r in data:
@@ -229,9 +226,8 @@ def cmd_usable_roles(args: argparse.Namespace) -> Output:
 def cmd_preview_change(args: argparse.Namespace) -> Output:
     """preview_datatable_role_change: what a change to a role would retire and end."""
     with metadata_client(args.dsn) as client:
-        report = client.conn.execute(
-            "SELECT preview_datatable_role_change(%s, %s, %s, %s)",
-            [args.change, args.role, args.workspace, args.datatable]).fetchone()[0]
+        report = client.preview_datatable_role_change(args.change, args.role, args.workspace,
+                                                       args.datatable)
     lines = [f"{args.change} {report['role']} would retire {report['retired']} login(s) and "
              f"end {report['sessions']['count']} session(s); nothing was changed"]
     lines += [f"  data table {t['workspace']}/{t['name']}" + (" (its default)" if t["default"]

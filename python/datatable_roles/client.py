@@ -343,12 +343,43 @@ class Client:
         return str(self._value("SELECT cached_result_path(%s::uuid, %s, %s::jsonb)",
                                [self._uuid(job_id), runnable, Jsonb(args)]))
 
+    def usable_datatable_roles(self, workspace: str, datatable: str,
+                               username: str) -> list[dict[str, Any]]:
+        """The roles ``username`` may name on the data table, then what naming none gives
+        (rows of role, source, roles, rule; docs/sql-api.md). The worker may call it."""
+        rows = self._rows("SELECT role, source, roles, rule FROM usable_datatable_roles(%s, %s, %s)",
+                          [workspace, datatable, username])
+        return [dict(zip(("role", "source", "roles", "rule"), r)) for r in rows]
+
     # ---- operating (owner only) -----------------------------------------------------------
 
     def grant_worker(self, worker: str) -> None:
-        """Lets the platform's worker role call what the worker calls (resolve, explain,
-        record_job_start, cached_result_path)."""
+        """Lets the platform's worker role run the worker's calls: record_job_start,
+        resolve_datatable_role, explain_datatable_role, cached_result_path and
+        usable_datatable_roles."""
         self._rows("SELECT datatable_roles.grant_worker(%s)", [worker])
+
+    def grant_directory_writer(self, writer: str) -> None:
+        """Lets the platform's directory writer run the directory calls (mirror mode:
+        docs/integration.md)."""
+        self._rows("SELECT datatable_roles.grant_directory_writer(%s)", [writer])
+
+    def grant_acl_editor(self, editor: str) -> None:
+        """Lets a role run the grants editor's three calls (docs/acl.md)."""
+        self._rows("SELECT datatable_roles.grant_acl_editor(%s)", [editor])
+
+    def renew_link_login(self) -> None:
+        """A link login of this instance's own, e.g. after copying the metadata database
+        (docs/operating.md)."""
+        self._rows("SELECT datatable_roles.renew_link_login()")
+
+    def preview_datatable_role_change(self, change: str, role: str,
+                                      workspace: str | None = None,
+                                      datatable: str | None = None) -> dict[str, Any]:
+        """What ``change`` ('remove', 'disable', 'retire' or 'drop') of ``role`` would
+        retire and end; nothing is changed (docs/sql-api.md)."""
+        return dict(self._value("SELECT preview_datatable_role_change(%s, %s, %s, %s)",
+                                [change, role, workspace, datatable]))
 
     def status_report(self) -> dict[str, Any]:
         """``datatable_roles.status_report()``: the instance's settings, data tables (with

@@ -200,8 +200,9 @@ _NO_PRIVILEGE = "permission denied"
 _RULE = re.compile(r"R[0-9]+")
 
 # The hint of a PermissionDenied the server gave none.
-OWNER_HINT = ("Connect as the package owner: the worker role may only record jobs, resolve, "
-              "explain, cached_result_path and usable_datatable_roles (grant_worker).")
+OWNER_HINT = ("Connect as the package owner: the worker role may only call record_job_start, "
+              "resolve_datatable_role, explain_datatable_role, cached_result_path and "
+              "usable_datatable_roles (grant_worker).")
 
 # What names the metadata database, for a connection that could not be opened.
 CONNECT_HINT = ("Name the metadata database and its login: a conninfo or URL (the CLI's --dsn, "
