@@ -38,7 +38,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from . import __version__, render
+from . import render
 from .client import Client
 from .demo import run_demo
 from .doctor import run_doctor
@@ -47,6 +47,7 @@ from .migrate import DIRECTORIES, SQL_DIR, check_installed, migrate
 from .policy_lint import lint_databases
 from .progress import ProgressBar, watching_sweep
 from .scram import scram_sha256_verifier
+from .versions import schema_level, version_text
 
 # A sweep of more stale logins than this shows a progress bar on stderr.
 PROGRESS_THRESHOLD = 20
@@ -92,7 +93,8 @@ def cmd_migrate(args: argparse.Namespace) -> Output:
 
 def cmd_status(args: argparse.Namespace) -> Output:
     with metadata_client(args.dsn) as client:
-        report = client.status_report()
+        level = schema_level(client.conn)
+        report = {"version": level.as_dict(), **client.status_report()}
     return Output(report, render.render_status(report))
 
 
@@ -397,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="datatable-roles",
         description="Per-viewer PostgreSQL logins for data tables.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # the package version and the newest migration it ships (versions.py)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
     parser.add_argument("--dsn", default="",
                         help="metadata database: libpq conninfo or URL (default: PG* env)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

@@ -122,9 +122,29 @@ def set_login_state(login: dict[str, Any]) -> str:
     return state
 
 
+def render_schema_level(level: dict[str, Any]) -> str:
+    """The package's version and migration level, and the database's against it (from
+    versions.SchemaLevel.as_dict)."""
+    package = f"datatable-roles {level['package_version']} (schema {level['package_schema']})"
+    installed = f"{package}; this database is at {level['installed_schema'] or 'no migration'}"
+    if level["state"] == "unknown":
+        return (f"{package}; this database's migration level is unknown (no yoyo migration "
+                "table that this role may read)")
+    if level["state"] == "behind":
+        return (f"{installed}, behind the package: run datatable-roles migrate (pending: "
+                f"{', '.join(level['pending'])})")
+    if level["state"] == "ahead":
+        return (f"{installed}, ahead of the package (migrations of a newer release: "
+                f"{', '.join(level['unknown'])}): upgrade the package (pip install -U "
+                "datatable-roles)")
+    return installed
+
+
 def render_status(report: dict[str, Any]) -> str:
-    """The text of ``status`` from ``datatable_roles.status_report()``."""
-    out = [f"Instance {report['instance_id']} (logins unused for {report['unused_after']} "
+    """The text of ``status`` from ``datatable_roles.status_report()`` (and the CLI's
+    ``version``, the migration levels, when it is there)."""
+    out = [render_schema_level(report["version"])] if "version" in report else []
+    out += [f"Instance {report['instance_id']} (logins unused for {report['unused_after']} "
            f"are swept; last use is recorded at most every {report['touch_every']})"]
     if "rotate_every" in report:
         out.append(f"  passwords are rotated every {report['rotate_every']}; every login "
