@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from datatable_roles import cli, policy_lint, progress
+from datatable_roles import __version__, cli, policy_lint, progress
 from datatable_roles.scram import scram_sha256_verifier
 from support import ACME, DT, WS, sql_exec
 
@@ -499,3 +499,82 @@ def test_progress_bar_in_a_log_writes_a_line_per_quarter():
         "sweep [--------]  0/40 logins", "sweep [##------] 10/40 logins",
         "sweep [####----] 20/40 logins", "sweep [######--] 30/40 logins",
         "sweep [########] 40/40 logins"]
+
+
+# ---- the package version and the schema's migration level ---------------------------------
+
+
+def shipped_migrations() -> list[str]:
+    folder = REPO / "python" / "datatable_roles" / "sql" / "migrations"
+    return sorted(p.stem for p in folder.glob("[0-9][0-9][0-9][0-9]_*.sql"))
+
+
+def version_line(out: str) -> str:
+    first = out.splitlines()[0]
+    assert first.startswith(f"datatable-roles {__version__} (schema {shipped_migrations()[-1]}); ")
+    return first
+
+
+def test_status_shows_the_package_version_and_the_databases_migration_level(env, capsys):
+    dsn = env.meta.owner_conninfo
+    newest = shipped_migrations()[-1]
+    code, out, _ = run(capsys, "--dsn", dsn, "status")
+    assert code == 0
+    assert version_line(out).endswith(f"; this database is at {newest}")
+    assert out.splitlines()[1].startswith("Instance ")  # the rest as before
+    code, data, _ = run_json(capsys, "--dsn", dsn, "--json", "status")
+    assert code == 0 and data["version"] == {
+        "package_version": __version__, "package_schema": newest, "installed_schema": newest,
+        "state": "current", "pending": [], "unknown": []}
+    assert data["datatables"] and "instance_id" in data  # status_report's keys unchanged
+
+
+def test_status_of_an_install_behind_the_package_says_to_migrate_until_it_is_done(
+        cluster, scratch, tmp_path, capsys):
+    """An install of a landed state of main (d0e8378, issues 12-13, at 0014) read by this
+    package: status says it is behind and which migrations are pending, then migrate, then
+    status says it is current."""
+    from test_migrations import LANDED
+    from test_upgrade import install_release
+
+    commit = LANDED[3]
+    assert commit.startswith("d0e8378")
+    dbname = "dtr_behind_" + uuid.uuid4().hex[:8]
+    scratch.databases.append(dbname)
+    applied = install_release(cluster, dbname, commit, tmp_path)
+    assert applied[-1] == "0014_speed"
+    dsn = cluster.owner_conninfo(dbname)
+    pending = shipped_migrations()[shipped_migrations().index("0014_speed") + 1:]
+    assert pending
+    code, out, _ = run(capsys, "--dsn", dsn, "status")
+    assert code == 0
+    assert version_line(out).endswith(
+        "; this database is at 0014_speed, behind the package: run datatable-roles migrate "
+        f"(pending: {', '.join(pending)})")
+    code, data, _ = run_json(capsys, "--dsn", dsn, "--json", "status")
+    assert code == 0 and data["version"]["state"] == "behind"
+    assert (data["version"]["installed_schema"], data["version"]["pending"]) == (
+        "0014_speed", pending)
+    cluster.psql_file(cluster_bootstrap(), dbname, owner=cluster.owner)  # as for an upgrade
+    code, data, _ = run_json(capsys, "--dsn", dsn, "--json", "migrate")
+    assert code == 0 and data["applied"] == pending
+    code, out, _ = run(capsys, "--dsn", dsn, "status")
+    assert code == 0
+    assert version_line(out).endswith(f"; this database is at {pending[-1]}")
+
+
+def test_status_of_an_install_ahead_of_the_package_says_to_upgrade_the_package(env, capsys):
+    """A newer release migrated the database (its migration is in yoyo's table, not in this
+    package): status says so, and that the package needs the upgrade, not the database."""
+    newer = "9999_from_a_newer_release"
+    sql_exec(env.meta.owner_conninfo,
+             sql.SQL("INSERT INTO public._yoyo_migration (migration_hash, migration_id,"
+                     " applied_at_utc) VALUES ({}, {}, now())").format(
+                 sql.Literal(uuid.uuid4().hex), sql.Literal(newer)))
+    code, out, _ = run(capsys, "--dsn", env.meta.owner_conninfo, "status")
+    assert code == 0
+    assert version_line(out).endswith(
+        f"; this database is at {newer}, ahead of the package (migrations of a newer "
+        f"release: {newer}): upgrade the package (pip install -U datatable-roles)")
+    code, data, _ = run_json(capsys, "--dsn", env.meta.owner_conninfo, "--json", "status")
+    assert data["version"]["state"] == "ahead" and data["version"]["unknown"] == [newer]
