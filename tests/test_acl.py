@@ -319,12 +319,16 @@ def test_owner_hand_over_moves_every_kind_of_object_and_back(make_world):
     apply(w, {"database": True}, {"grant": ["CREATE"], "to": w.emea}, p["statements"])
     p = plan(w, {"schema": "kinds"}, {"owner": w.emea})
     assert p["statements"][0] == f"ALTER SCHEMA kinds OWNER TO {w.emea}"
-    assert "owner_bypasses_rls" in codes(p)
+    assert "owner_bypasses_rls" in codes(p) and "live_code" in codes(p)
     assert ("left_out" in codes(p)) == bool(stuck)
     apply(w, {"schema": "kinds"}, {"owner": w.emea}, p["statements"])
     after = owners_in_kinds(w)
     assert {k for k, v in after.items() if v == w.emea} == movable, after
     assert {k: v for k, v in after.items() if k not in movable} == stuck
+    # back to admin: the view is live code (not security_invoker), refused until it is inert
+    with pytest.raises(errors.ObjectNotInPrerequisiteState, match="view kinds.v"):
+        plan(w, {"schema": "kinds"}, {"owner": "admin"})
+    w.su(w.dbname).execute("ALTER VIEW kinds.v SET (security_invoker = true)")
     p = plan(w, {"schema": "kinds"}, {"owner": "admin"})
     assert "owner_bypasses_rls" not in codes(p)
     apply(w, {"schema": "kinds"}, {"owner": "admin"}, p["statements"])
@@ -515,3 +519,175 @@ def test_no_password_in_the_server_log(cluster, make_world):
         log = f.read().decode(errors="replace")
     assert "GRANT UPDATE ON TABLE public.orders" in log   # the log was written meanwhile
     assert w.admin_password not in log and link_password not in log
+
+
+# ---- live code, privileges that run code, grantors (issue 21) ---------------------------
+
+def scratch_for(w, role):
+    """Schema scratch of the admin login, where ``role`` may create (as a migration grants)."""
+    as_admin(w, "CREATE SCHEMA scratch", f'GRANT USAGE, CREATE ON SCHEMA scratch TO "{role}"')
+
+
+def as_viewer(w, viewer, *statements):
+    """Statements as the login ``viewer``'s jobs resolve to, as a job's code runs them."""
+    with job_session(w, w.resolve(viewer)) as conn:
+        for s in statements:
+            conn.execute(s)
+
+
+def rls_on_orders(w):
+    return w.su(w.dbname).execute(
+        "SELECT relrowsecurity FROM pg_class WHERE oid = 'public.orders'::regclass").fetchone()[0]
+
+
+RUN = ("CREATE FUNCTION scratch.run(q text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER"
+       " AS $$BEGIN EXECUTE q; END$$")
+
+
+def test_taking_a_schema_back_refuses_a_security_definer_routine(make_world):
+    w = acme(make_world)
+    scratch_for(w, w.emea)
+    # alice's one-role login (acting as emea) plants a SECURITY DEFINER runner, PUBLIC EXECUTE
+    as_viewer(w, "alice", RUN, "GRANT EXECUTE ON FUNCTION scratch.run(text) TO PUBLIC")
+    target, change = {"schema": "scratch"}, {"owner": "admin"}
+    before = acl_state(w)
+    with pytest.raises(errors.ObjectNotInPrerequisiteState, match="scratch.run") as e:
+        plan(w, target, change)
+    assert e.value.diag.constraint_name == "live_code"
+    assert ("ALTER FUNCTION scratch.run(pg_catalog.text) SECURITY INVOKER"
+            in e.value.diag.message_detail)
+    shown = [f"ALTER FUNCTION scratch.run(pg_catalog.text) OWNER TO {w.admin_login}"]
+    with pytest.raises(errors.ObjectNotInPrerequisiteState, match="scratch.run"):
+        apply(w, target, change, shown)
+    assert acl_state(w) == before and audit_rows(w) == 0
+    # made inert first, the schema comes back, and the runner runs as its caller only
+    as_viewer(w, "alice", "ALTER FUNCTION scratch.run(text) SECURITY INVOKER")
+    p = plan(w, target, change)
+    assert p["statements"] == shown
+    apply(w, target, change, p["statements"])
+    with pytest.raises(errors.InsufficientPrivilege, match="must be owner"):
+        as_viewer(w, "alice", "SELECT scratch.run('ALTER TABLE public.orders DISABLE ROW LEVEL SECURITY')")
+    assert rls_on_orders(w)
+
+
+def test_every_kind_of_live_code_is_named_with_its_fix(make_world):
+    w = acme(make_world)
+    scratch_for(w, w.emea)
+    as_viewer(
+        w, "alice",
+        "CREATE TABLE scratch.t (id integer)",
+        "CREATE VIEW scratch.v AS SELECT * FROM public.orders",
+        "CREATE FUNCTION scratch.tf() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$",
+        "CREATE TRIGGER tg BEFORE INSERT ON scratch.t FOR EACH ROW EXECUTE FUNCTION scratch.tf()",
+        "CREATE TABLE scratch.ruled (id integer)",
+        "CREATE RULE rr AS ON INSERT TO scratch.ruled DO ALSO NOTHING",
+        "CREATE FUNCTION scratch.rdiff(a float8, b float8) RETURNS float8 LANGUAGE plpgsql"
+        " IMMUTABLE AS $$BEGIN RETURN a - b; END$$",
+        "CREATE TYPE scratch.r AS RANGE (subtype = float8, subtype_diff = scratch.rdiff)",
+        "CREATE TABLE scratch.ranges (v scratch.r)",
+        "CREATE FUNCTION scratch.g() RETURNS integer LANGUAGE sql AS 'SELECT 1'",
+        "CREATE TABLE scratch.idx (id integer)",
+        "CREATE INDEX ON scratch.idx ((id + scratch.g()))",
+    )
+    with pytest.raises(errors.ObjectNotInPrerequisiteState) as e:
+        plan(w, {"schema": "scratch"}, {"owner": "admin"})
+    detail = e.value.diag.message_detail
+    for needle in ("ALTER VIEW scratch.v SET (security_invoker = true)",
+                   "DROP TRIGGER tg ON scratch.t", "DROP RULE rr ON scratch.ruled",
+                   "scratch.rdiff(double precision,double precision)", "scratch.ranges",
+                   "scratch.idx"):
+        assert needle in detail, detail
+    # one table at a time names what is on that table
+    with pytest.raises(errors.ObjectNotInPrerequisiteState, match="scratch.t"):
+        plan(w, {"schema": "scratch", "table": "t"}, {"owner": "admin"})
+    plan(w, {"schema": "public"}, {"grant": ["USAGE"], "to": w.us})   # other plans unaffected
+    # a disabled trigger is inert: that table passes
+    as_viewer(w, "alice", "ALTER TABLE scratch.t DISABLE TRIGGER tg")
+    assert plan(w, {"schema": "scratch", "table": "t"}, {"owner": "admin"})["statements"] == [
+        f"ALTER TABLE scratch.t OWNER TO {w.admin_login}"]
+
+
+def test_live_code_handed_to_a_catalog_role_is_a_warning(make_world):
+    w = acme(make_world)
+    as_admin(w, "CREATE SCHEMA tools", RUN.replace("scratch.", "tools."),
+             f'GRANT CREATE ON DATABASE "{w.dbname}" TO "{w.us}"')
+    p = plan(w, {"schema": "tools"}, {"owner": w.us})
+    assert "live_code" in codes(p)
+    message = next(x["message"] for x in p["warnings"] if x["code"] == "live_code")
+    assert "tools.run(pg_catalog.text)" in message and "SECURITY INVOKER" in message
+
+
+def test_grants_that_let_a_role_run_code_as_others_warn(make_world):
+    w = acme(make_world)
+    version = int(w.su(w.dbname).execute("SHOW server_version_num").fetchone()[0])
+    orders = {"schema": "public", "table": "orders"}
+    p = plan(w, orders, {"grant": ["ALL"], "to": w.us})
+    assert "runs_as_others" in codes(p)
+    message = next(x["message"] for x in p["warnings"] if x["code"] == "runs_as_others")
+    assert "TRIGGER" in message and "admin" in message and "public.orders" in message
+    assert ("MAINTAIN" in message) == (version >= 170000)
+    assert "runs_as_others" in codes(plan(w, orders, {"grant": ["TRIGGER"], "to": w.us}))
+    assert "runs_as_others" in codes(plan(w, {"schema": "public"}, {
+        "grant": ["TRIGGER"], "to": w.us, "on": "all tables"}))
+    assert "runs_as_others" in codes(plan(w, {"schema": "public"}, {
+        "grant": ["ALL"], "to": w.us, "on": "future tables"}))
+    if version >= 170000:
+        assert "runs_as_others" in codes(plan(w, orders, {"grant": ["MAINTAIN"], "to": w.us}))
+    assert "runs_as_others" not in codes(plan(w, orders, {"grant": ["SELECT", "INSERT"],
+                                                          "to": w.us}))
+    assert "runs_as_others" not in codes(plan(w, orders, {"revoke": ["ALL"], "from": w.us}))
+
+
+def grantors(w, table, grantee):
+    return sorted(w.su(w.dbname).execute(
+        "SELECT DISTINCT a.grantor::regrole::text FROM pg_class AS c, aclexplode(c.relacl) AS a"
+        " WHERE c.oid = %s::regclass AND a.grantee = %s::regrole", [table, grantee]).fetchall())
+
+
+def test_statements_run_as_the_owner_so_revokes_take_effect(make_world):
+    w = acme(make_world)
+    oids = dict(w.su(w.dbname).execute(
+        "SELECT rolname::text, oid::integer FROM pg_roles WHERE rolname = ANY(%s)",
+        [[w.emea, w.admin_login]]).fetchall())
+    assert oids[w.emea] < oids[w.admin_login], "the catalog role is older than the admin login"
+    as_admin(w, "CREATE TABLE reports (id integer)", "INSERT INTO reports VALUES (1)",
+             f'GRANT SELECT ON reports TO "{w.emea}" WITH GRANT OPTION',
+             f'GRANT SELECT ON reports TO "{w.us}"')
+    target = {"schema": "public", "table": "reports"}
+    assert reach(w, "bob", "public.reports")
+    p = plan(w, target, {"revoke": ["SELECT"], "from": w.us})
+    assert p["run_as"] == [w.admin_login]
+    assert apply(w, target, {"revoke": ["SELECT"], "from": w.us}, p["statements"])["applied"] == 1
+    assert not reach(w, "bob", "public.reports"), "the revoke took effect"
+    plan_and_apply(w, target, {"grant": ["SELECT"], "to": w.us})
+    assert grantors(w, "public.reports", w.us) == [(w.admin_login,)]
+    # a revoke that other grants depend on fails as a whole
+    as_admin(w, f'GRANT UPDATE ON reports TO "{w.us}" WITH GRANT OPTION')
+    as_viewer(w, "bob", f'GRANT UPDATE ON public.reports TO "{w.emea}"')
+    with pytest.raises(errors.DependentObjectsStillExist):
+        plan_and_apply(w, target, {"revoke": ["UPDATE"], "from": w.us})
+    assert reach(w, "bob", "public.reports", "UPDATE")
+    # every table of a schema, whoever of admin and the catalog roles owns it: each as its owner
+    as_admin(w, "CREATE SCHEMA mixed", "CREATE TABLE mixed.a (id integer)",
+             "CREATE TABLE mixed.b (id integer)")
+    w.su(w.dbname).execute(f'ALTER TABLE mixed.b OWNER TO "{w.emea}"')
+    all_tables = {"grant": ["SELECT"], "to": w.us, "on": "all tables"}
+    with pytest.raises(errors.InsufficientPrivilege, match="has no USAGE"):
+        plan(w, {"schema": "mixed"}, all_tables)   # emea could not name mixed.b
+    plan_and_apply(w, {"schema": "mixed"}, {"grant": ["USAGE"], "to": w.emea})
+    p = plan(w, {"schema": "mixed"}, {"grant": ["SELECT"], "to": w.us, "on": "all tables"})
+    assert p["statements"] == [f"GRANT SELECT ON TABLE mixed.a TO {w.us}",
+                               f"GRANT SELECT ON TABLE mixed.b TO {w.us}"]
+    assert p["run_as"] == [w.admin_login, w.emea]
+    apply(w, {"schema": "mixed"}, {"grant": ["SELECT"], "to": w.us, "on": "all tables"},
+          p["statements"])
+    assert grantors(w, "mixed.a", w.us) == [(w.admin_login,)]
+    assert grantors(w, "mixed.b", w.us) == [(w.emea,)]
+
+
+def test_an_unknown_role_with_nothing_near_gets_no_empty_suggestion(make_world):
+    w = acme(make_world)
+    with pytest.raises(errors.NoDataFound) as e:
+        plan(w, {"schema": "public"}, {"grant": ["USAGE"], "to": "finance"})
+    assert e.value.diag.message_hint == \
+        "Put a catalog role in the map with set_datatable_role_tenants."

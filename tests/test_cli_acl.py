@@ -297,6 +297,10 @@ def test_a_bad_role_or_privilege_is_a_clear_error_and_changes_nothing(w, capsys)
                              "--to", "no_such_role")
         assert code == 1 and out == ""
         assert err.startswith("error: UnknownObject (P0002): ") and "no_such_role" in err
+    # no near name: no empty suggestion ("Did you mean ?"), just the way to add one
+    code, _, err = run(capsys, w, "acl", "plan", WS, DT, *table, "--grant", "SELECT",
+                       "--to", "finance")
+    assert code == 1 and "Did you mean" not in err and "set_datatable_role_tenants" in err
     code, data, _ = run_json(capsys, w, "acl", "apply", WS, DT, *table, "--grant", "SELECT",
                              "--to", "PUBLIC", "--yes")
     assert code == 1 and data["error"]["class"] == "InvalidInput"

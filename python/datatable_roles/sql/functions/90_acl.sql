@@ -215,11 +215,12 @@ BEGIN
         RAISE EXCEPTION 'role % is not admin or a catalog role of the map of data table %/%',
             quote_literal(left(v_name, 80)), p_entry.workspace, p_entry.name
             USING ERRCODE = 'no_data_found',
-                  HINT = coalesce(format('Did you mean %s? ', quote_literal(
+                  -- || (not format) so that no near name leaves no suggestion
+                  HINT = coalesce('Did you mean ' || quote_literal(
                       datatable_roles.nearest_name(v_name, ARRAY(
                           SELECT r.name FROM datatable_roles.datatable_role AS m
                           JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                          WHERE m.datatable_id = p_entry.id ORDER BY r.name) || 'admin'::text))), '')
+                          WHERE m.datatable_id = p_entry.id ORDER BY r.name) || 'admin'::text)) || '? ', '')
                       || 'Put a catalog role in the map with set_datatable_role_tenants.';
     END IF;
     RETURN mapped;
@@ -296,6 +297,112 @@ AS $$
         ORDER BY a.grantee, a.privilege_type), '[]'::jsonb) FROM aclexplode(%s) AS a)$q$, p_acl)
 $$;
 
+-- CTEs of the remote read (after ns, rel and the_table): live, the code an owner
+-- hand-over would pass on with the objects of the target (docs/acl.md, "Live
+-- code"), whoever owns it now: SECURITY DEFINER routines; routines PostgreSQL
+-- calls without an EXECUTE check (range, type, operator class, operator and
+-- conversion support functions); views that are not security_invoker;
+-- enabled user triggers and rules; relations whose indexes, constraints,
+-- defaults, statistics, policies or materialized view query call a user
+-- routine or operator (ANALYZE, autovacuum and REFRESH run those as the
+-- owner; writes as the writer); and relations with a column of a range type
+-- whose support function is a user routine. A user routine is one created
+-- after initdb (oid >= 16384) that is not an extension member.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_live_sql()
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT $q$
+in_scope AS (
+    SELECT rel.oid, rel.relkind, rel.relowner, rel.invoker, rel.extension,
+        format('%I.%I', (SELECT ns.nspname FROM ns), rel.relname) AS qname
+    FROM rel WHERE rel.relkind <> 'S'
+        AND rel.relname = coalesce((SELECT t.relname FROM the_table AS t), rel.relname)
+),
+routine AS (
+    SELECT p.oid, p.proowner, p.prosecdef, i.type, i.identity,
+        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_proc'::regclass
+            AND x.objid = p.oid AND x.deptype = 'e') AS extension
+    FROM pg_proc AS p CROSS JOIN LATERAL pg_identify_object('pg_proc'::regclass, p.oid, 0) AS i
+    WHERE p.pronamespace = (SELECT ns.oid FROM ns)
+        AND NOT EXISTS (SELECT FROM the_table AS t WHERE t.relname IS NOT NULL)
+),
+user_code AS (
+    SELECT 'pg_proc'::regclass AS classid, p.oid FROM pg_proc AS p WHERE p.oid >= 16384
+    UNION ALL
+    SELECT 'pg_operator'::regclass, o.oid FROM pg_operator AS o WHERE o.oid >= 16384
+),
+user_code_free AS (
+    SELECT u.classid, u.oid FROM user_code AS u
+    WHERE NOT EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = u.classid AND x.objid = u.oid
+        AND x.deptype = 'e')
+),
+parts AS (
+    SELECT 'pg_class'::regclass AS classid, x.indexrelid AS objid, x.indrelid AS relid FROM pg_index AS x
+    UNION ALL SELECT 'pg_constraint'::regclass, x.oid, x.conrelid FROM pg_constraint AS x
+    UNION ALL SELECT 'pg_attrdef'::regclass, x.oid, x.adrelid FROM pg_attrdef AS x
+    UNION ALL SELECT 'pg_statistic_ext'::regclass, x.oid, x.stxrelid FROM pg_statistic_ext AS x
+    UNION ALL SELECT 'pg_policy'::regclass, x.oid, x.polrelid FROM pg_policy AS x
+    UNION ALL SELECT 'pg_rewrite'::regclass, x.oid, x.ev_class FROM pg_rewrite AS x
+        JOIN pg_class AS c ON c.oid = x.ev_class WHERE c.relkind = 'm'
+),
+live (object, owner, extension, why, fix) AS (
+    SELECT r.type || ' ' || r.identity, r.proowner, r.extension,
+        'SECURITY DEFINER: it runs as its owner for every caller',
+        format('ALTER %s %s SECURITY INVOKER', upper(r.type), r.identity)
+    FROM routine AS r WHERE r.prosecdef
+    UNION ALL
+    SELECT r.type || ' ' || r.identity, r.proowner, r.extension,
+        'PostgreSQL calls it without an EXECUTE check (a support function of a range, type, operator class, operator or conversion), as whoever uses or analyzes the data',
+        'drop what uses it (the type, operator class, operator or conversion), then the function'
+    FROM routine AS r
+    WHERE r.oid >= 16384 AND (
+        EXISTS (SELECT FROM pg_range AS g WHERE r.oid IN (g.rngsubdiff, g.rngcanonical))
+        OR EXISTS (SELECT FROM pg_type AS t WHERE r.oid IN (t.typinput, t.typoutput, t.typreceive,
+            t.typsend, t.typmodin, t.typmodout, t.typanalyze, t.typsubscript))
+        OR EXISTS (SELECT FROM pg_amproc AS a WHERE a.amproc = r.oid)
+        OR EXISTS (SELECT FROM pg_operator AS o WHERE r.oid IN (o.oprrest, o.oprjoin))
+        OR EXISTS (SELECT FROM pg_conversion AS v WHERE v.conproc = r.oid))
+    UNION ALL
+    SELECT 'view ' || s.qname, s.relowner, s.extension,
+        'not security_invoker: it reads its tables as its owner for every caller',
+        format('ALTER VIEW %s SET (security_invoker = true)', s.qname)
+    FROM in_scope AS s WHERE s.relkind = 'v' AND NOT s.invoker
+    UNION ALL
+    SELECT format('trigger %I on %s', g.tgname, s.qname), s.relowner, s.extension,
+        'its function runs as whoever writes the table',
+        format('DROP TRIGGER %I ON %s (or ALTER TABLE %s DISABLE TRIGGER %I)', g.tgname, s.qname,
+            s.qname, g.tgname)
+    FROM in_scope AS s JOIN pg_trigger AS g ON g.tgrelid = s.oid
+    WHERE NOT g.tgisinternal AND g.tgenabled <> 'D'
+    UNION ALL
+    SELECT format('rule %I on %s', w.rulename, s.qname), s.relowner, s.extension,
+        'it rewrites the queries of whoever uses the relation',
+        format('DROP RULE %I ON %s', w.rulename, s.qname)
+    FROM in_scope AS s JOIN pg_rewrite AS w ON w.ev_class = s.oid
+    WHERE w.rulename <> '_RETURN' AND w.ev_enabled <> 'D'
+    UNION ALL
+    SELECT 'relation ' || s.qname, s.relowner, s.extension,
+        format('its indexes, constraints, defaults, statistics, policies or query call %s: ANALYZE, autovacuum and REFRESH run them as its owner, writes as the writer',
+            string_agg(DISTINCT (pg_identify_object(u.classid, u.oid, 0)).identity, ', ')),
+        'drop the index, constraint, default, statistics, policy or materialized view that calls them, or check what they call'
+    FROM in_scope AS s JOIN parts AS t ON t.relid = s.oid
+    JOIN pg_depend AS d ON d.classid = t.classid AND d.objid = t.objid
+    JOIN user_code_free AS u ON u.classid = d.refclassid AND u.oid = d.refobjid
+    GROUP BY s.qname, s.relowner, s.extension
+    UNION ALL
+    SELECT 'relation ' || s.qname, s.relowner, s.extension,
+        format('a column of range type %s, whose support function PostgreSQL calls without an EXECUTE check when it analyzes or indexes the data',
+            string_agg(DISTINCT format_type(g.rngtypid, NULL), ', ')),
+        'drop the column, or the range type''s support function'
+    FROM in_scope AS s JOIN pg_attribute AS a ON a.attrelid = s.oid AND a.attnum > 0
+        AND NOT a.attisdropped
+    JOIN pg_range AS g ON g.rngtypid = a.atttypid
+    WHERE g.rngsubdiff >= 16384 OR g.rngcanonical >= 16384
+    GROUP BY s.qname, s.relowner, s.extension
+)$q$
+$$;
+
 -- The query the remote read runs in the data table's database (with its
 -- search_path pinned to pg_catalog, pg_temp): one JSON document with the
 -- server version; the search paths a session there may start with
@@ -370,7 +477,9 @@ dep AS (
     CROSS JOIN LATERAL pg_identify_object(d.classid, d.objid, 0) AS i
     WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT ns.oid FROM ns)
         AND d.deptype = 'n'
-)
+),
+the_table AS (SELECT %2$L::name AS relname),
+%9$s
 SELECT jsonb_build_object(
     'version', current_setting('server_version_num')::integer,
     'paths', to_jsonb(ARRAY(
@@ -439,6 +548,18 @@ SELECT jsonb_build_object(
             -- leaves the multirange's array type behind
             ORDER BY dep.follows_type DESC, dep.type, dep.identity COLLATE "C")
         FROM dep WHERE %2$L IS NULL
+    ), '[]'::jsonb),
+    'no_usage', to_jsonb(ARRAY(
+        SELECT DISTINCT pg_get_userbyid(o.owner)::text
+        FROM (SELECT rel.relowner AS owner FROM rel
+            UNION SELECT p.proowner FROM pg_proc AS p WHERE p.pronamespace = (SELECT ns.oid FROM ns)) AS o
+        WHERE NOT has_schema_privilege(o.owner, (SELECT ns.oid FROM ns), 'USAGE')
+    )),
+    'live', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('object', live.object, 'owner', pg_get_userbyid(live.owner),
+            'extension', live.extension, 'why', live.why, 'fix', live.fix)
+            ORDER BY live.object COLLATE "C", live.why)
+        FROM live
     ), '[]'::jsonb)
 )::text
 $q$, p_schema, p_table, p_subject,
@@ -447,7 +568,8 @@ $q$, p_schema, p_table, p_subject,
         datatable_roles.acl_sql_grants(
             'coalesce(rel.relacl, acldefault(CASE WHEN rel.relkind = ''S'' THEN ''s'' ELSE ''r'' END::"char", rel.relowner))'),
         datatable_roles.acl_sql_grants('coalesce(p.proacl, acldefault(''f'', p.proowner))'),
-        datatable_roles.acl_sql_grants('a.defaclacl'))
+        datatable_roles.acl_sql_grants('a.defaclacl'),
+        datatable_roles.acl_live_sql())
 $$;
 
 -- Opens the named dblink session 'datatable_roles_acl' to the entry's
@@ -612,6 +734,104 @@ AS $$
             THEN format(' and %s more', cardinality(p_names) - 5) ELSE '' END
 $$;
 
+-- The live code (acl_live_sql) an owner hand-over of p_snapshot's target to
+-- p_role would pass on: what changes owner (not p_role's already, not an
+-- extension member, an owner the link login acts for). To the admin login it
+-- is refused (55000, CONSTRAINT live_code), naming each object and how to
+-- make it inert; to a catalog role it is a live_code warning.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_live_code(
+    p_entry datatable_roles.datatable, p_snapshot jsonb, p_role text
+)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    objects text [];
+    detail text;
+BEGIN
+    SELECT array_agg(l ->> 'object' ORDER BY n),
+        string_agg(format('%s: %s; make it inert: %s', l ->> 'object', l ->> 'why', l ->> 'fix'),
+            E'\n' ORDER BY n)
+    INTO objects, detail
+    FROM jsonb_array_elements(p_snapshot -> 'live') WITH ORDINALITY AS e (l, n)
+    WHERE l ->> 'owner' <> p_role AND NOT (l ->> 'extension')::boolean
+        AND datatable_roles.acl_reachable(p_entry, l ->> 'owner');
+    IF objects IS NULL THEN
+        RETURN '[]'::jsonb;
+    END IF;
+    IF p_role = p_entry.admin_login THEN
+        RAISE EXCEPTION 'handing this to admin would hand it code that others wrote and that runs as the admin login: %',
+            datatable_roles.acl_some(objects)
+            USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'live_code',
+                  DETAIL = detail,
+                  HINT = 'Make each one inert first, as DETAIL says (as its owner), then plan again.';
+    END IF;
+    RETURN jsonb_build_array(datatable_roles.acl_warning('live_code', format(
+        '%s will own code that runs as it, and every login holding it gets what that code can do: %s',
+        p_role, replace(detail, E'\n', ' | '))));
+END;
+$$;
+
+-- A runs_as_others warning for a grant of TRIGGER or MAINTAIN (ALL
+-- included) on p_objects (tables, as a message names them), owned by
+-- p_owner (a label, or NULL when several or not yet known): both let the
+-- grantee make code run as other roles.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_runs_as_others(
+    p_privileges text[], p_objects text, p_owner text, p_role text
+)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT coalesce(jsonb_agg(datatable_roles.acl_warning('runs_as_others', m)), '[]'::jsonb)
+    FROM (
+        SELECT string_agg(x.m, '; ' ORDER BY x.n) AS m
+        FROM (
+            SELECT 1 AS n, format('TRIGGER on %s lets %s attach triggers: their functions run as whoever writes the table, %s included',
+                p_objects, p_role, coalesce('its owner ' || p_owner, 'its owner and the admin login')) AS m
+            WHERE 'TRIGGER' = ANY(p_privileges)
+            UNION ALL
+            SELECT 2, format('MAINTAIN on %s lets %s run VACUUM, ANALYZE, CLUSTER, REINDEX and REFRESH MATERIALIZED VIEW there, which evaluate its index expressions, statistics and a materialized view''s query as %s',
+                p_objects, p_role, coalesce('its owner ' || p_owner, 'its owner'))
+            WHERE 'MAINTAIN' = ANY(p_privileges)
+        ) AS x
+    ) AS w
+    WHERE w.m IS NOT NULL AND p_objects <> ''
+$$;
+
+-- Refuses (42501) a GRANT / REVOKE to run as an owner without USAGE on the
+-- target's schema: PostgreSQL would not let that owner name its objects.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_check_run_as(
+    p_snapshot jsonb, p_run_as text[], p_schema text
+)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    bad text := (SELECT string_agg(DISTINCT quote_literal(o), ', ') FROM unnest(p_run_as) AS o
+        WHERE o IN (SELECT jsonb_array_elements_text(p_snapshot -> 'no_usage')));
+BEGIN
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the owner % of objects in schema % has no USAGE on it: a grant or revoke runs as the owner, and it could not name them',
+            bad, quote_literal(p_schema)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Grant USAGE on the schema to the owner first (a change of its own), or hand the objects to admin.';
+    END IF;
+END;
+$$;
+
+-- Names grouped by owner, in the order of each owner's first name: one
+-- GRANT / REVOKE each, run as that owner.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_per_owner(p_names text[], p_owners text[])
+RETURNS TABLE (owner text, names text[])
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT u.o, array_agg(u.n ORDER BY u.i)
+    FROM unnest(p_names, p_owners) WITH ORDINALITY AS u (n, o, i)
+    GROUP BY u.o ORDER BY min(u.i)
+$$;
+
 -- The plan of one change on one target (docs/acl.md): {target, change,
 -- statements, warnings}. Reads the data table's database, changes nothing.
 CREATE OR REPLACE FUNCTION datatable_roles.acl_plan(
@@ -642,6 +862,9 @@ DECLARE
     no_rls text [] := '{}'::text [];
     not_invoker text [] := '{}'::text [];
     statements text [] := '{}'::text [];
+    run_as text [] := '{}'::text [];
+    owners text [] := '{}'::text [];
+    grp record;
     warnings jsonb := '[]'::jsonb;
     normalized jsonb;
     object_kind text;
@@ -813,9 +1036,12 @@ BEGIN
             warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
                 '%s owns it all already', datatable_roles.acl_label(p_entry, role_name)));
         END IF;
+        warnings := warnings || datatable_roles.acl_live_code(p_entry, snap, role_name);
+        -- ALTER ... OWNER TO runs as the link login: it needs both owners' rights.
         RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
-            'target', target, 'change', normalized,
-            'statements', to_jsonb(statements), 'warnings', warnings);
+            'target', target, 'change', normalized, 'statements', to_jsonb(statements),
+            'run_as', to_jsonb(array_fill(NULL::text, ARRAY[cardinality(statements)])),
+            'warnings', warnings);
     END IF;
 
     ---------------------------------------------------------------- grant / revoke
@@ -840,6 +1066,7 @@ BEGIN
     IF on_what = 'target' THEN
         IF tkind = 'database' THEN
             statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
+            run_as := run_as || p_entry.admin_login;
             IF snap -> 'database' -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || format('database %I', p_entry.dbname);
             END IF;
@@ -850,6 +1077,9 @@ BEGIN
                     USING ERRCODE = 'insufficient_privilege';
             END IF;
             statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
+            -- pg_database_owner is the admin login here (it owns the database)
+            run_as := run_as || CASE WHEN snap -> 'schema' ->> 'owner' = 'pg_database_owner'
+                THEN p_entry.admin_login ELSE snap -> 'schema' ->> 'owner' END;
             IF snap -> 'schema' -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || format('schema %I', target ->> 'schema');
             END IF;
@@ -863,6 +1093,7 @@ BEGIN
             qualified := format('%I.%I', target ->> 'schema', target ->> 'table');
             statements := statements || format(verb, privs_sql,
                 CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
+            run_as := run_as || (rel ->> 'owner');
             IF rel -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || qualified;
             END IF;
@@ -880,14 +1111,16 @@ BEGIN
                     CONTINUE;
                 END IF;
                 names := names || (item ->> 'identity');
+                owners := owners || (item ->> 'owner');
                 IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
                     public_on := public_on || (item ->> 'identity');
                 END IF;
             END LOOP;
-            IF cardinality(names) > 0 THEN
+            FOR grp IN SELECT * FROM datatable_roles.acl_per_owner(names, owners) LOOP
                 statements := statements || format(verb, privs_sql,
-                    'ROUTINE ' || array_to_string(names, ', '), role_name);
-            END IF;
+                    'ROUTINE ' || array_to_string(grp.names, ', '), role_name);
+                run_as := run_as || grp.owner;
+            END LOOP;
         ELSE
             FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'relations') AS e LOOP
                 IF (object_kind = 'sequence') <> (item ->> 'relkind' = 'S') THEN
@@ -899,6 +1132,7 @@ BEGIN
                     CONTINUE;
                 END IF;
                 names := names || qualified;
+                owners := owners || (item ->> 'owner');
                 IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
                     public_on := public_on || qualified;
                 END IF;
@@ -908,11 +1142,12 @@ BEGIN
                     not_invoker := not_invoker || qualified;
                 END IF;
             END LOOP;
-            IF cardinality(names) > 0 THEN
+            FOR grp IN SELECT * FROM datatable_roles.acl_per_owner(names, owners) LOOP
                 statements := statements || format(verb, privs_sql,
                     CASE object_kind WHEN 'sequence' THEN 'SEQUENCE ' ELSE 'TABLE ' END
-                    || array_to_string(names, ', '), role_name);
-            END IF;
+                    || array_to_string(grp.names, ', '), role_name);
+                run_as := run_as || grp.owner;
+            END LOOP;
         END IF;
         IF cardinality(names) = 0 THEN
             warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
@@ -947,6 +1182,7 @@ BEGIN
                 creator,
                 CASE WHEN tkind = 'schema' THEN format(' IN SCHEMA %I', target ->> 'schema') ELSE '' END,
                 format(verb, privs_sql, upper(substr(on_what, 8)), role_name));
+            run_as := run_as || NULL::text;   -- the creator's, whoever runs it
         END LOOP;
         warnings := warnings || datatable_roles.acl_warning('default_privileges', format(
             'default privileges bind only %s created later by %s%s; objects that exist now are not touched%s, and objects a set login (a job holding several roles) creates are its own and are not covered',
@@ -968,6 +1204,7 @@ BEGIN
         END IF;
     END IF;
 
+    PERFORM datatable_roles.acl_check_run_as(snap, run_as, target ->> 'schema');
     IF action = 'grant' THEN
         IF 'CREATE' = ANY(privs) AND object_kind = 'schema' AND (
             (on_what = 'target' AND (target ->> 'schema') = ANY(path_schemas))
@@ -986,6 +1223,13 @@ BEGIN
             warnings := warnings || datatable_roles.acl_warning('rls_disabled', format(
                 'row-level security is disabled (or impossible) on %s: every login holding %s reaches all its rows',
                 datatable_roles.acl_some(no_rls), role_name));
+        END IF;
+        IF object_kind = 'table' THEN
+            warnings := warnings || datatable_roles.acl_runs_as_others(privs,
+                CASE WHEN on_what = 'target' THEN qualified WHEN on_what = 'all tables'
+                    THEN datatable_roles.acl_some(names) ELSE 'new tables' END,
+                CASE WHEN on_what = 'target' THEN datatable_roles.acl_label(p_entry, rel ->> 'owner') END,
+                role_name);
         END IF;
         IF cardinality(not_invoker) > 0 THEN
             warnings := warnings || datatable_roles.acl_warning('view_not_invoker', format(
@@ -1006,8 +1250,8 @@ BEGIN
             SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c)));
     END IF;
     RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
-        'target', target, 'change', normalized,
-        'statements', to_jsonb(statements), 'warnings', warnings);
+        'target', target, 'change', normalized, 'statements', to_jsonb(statements),
+        'run_as', to_jsonb(run_as), 'warnings', warnings);
 END;
 $$;
 
@@ -1111,7 +1355,7 @@ DECLARE
     first_difference integer;
     audit_id bigint;
     conn text;
-    statement text;
+    run_as text [];
     n integer := 0;
 BEGIN
     PERFORM datatable_roles.require(apply_datatable_acl.statements, 'statements');
@@ -1120,6 +1364,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.acl:' || entry.dbname, 0));
     plan := datatable_roles.acl_plan(entry, apply_datatable_acl.target, apply_datatable_acl.change);
     planned := ARRAY(SELECT jsonb_array_elements_text(plan -> 'statements'));
+    run_as := ARRAY(SELECT jsonb_array_elements_text(plan -> 'run_as'));
     IF planned IS DISTINCT FROM apply_datatable_acl.statements THEN
         SELECT min(i) INTO first_difference
         FROM generate_series(1, greatest(cardinality(planned), cardinality(apply_datatable_acl.statements))) AS i
@@ -1146,8 +1391,14 @@ BEGIN
     BEGIN
         PERFORM datatable_roles_dblink.dblink_exec(conn,
             'SET ROLE NONE; SET search_path = pg_catalog, pg_temp; BEGIN');
-        FOREACH statement IN ARRAY planned LOOP
-            PERFORM datatable_roles_dblink.dblink_exec(conn, statement);
+        FOR i IN 1 .. cardinality(planned) LOOP
+            -- As the object's owner, so that PostgreSQL records the owner as
+            -- grantor and a REVOKE removes the owner's grant (docs/acl.md).
+            IF run_as[i] IS NOT NULL THEN
+                PERFORM datatable_roles_dblink.dblink_exec(conn, format('SET ROLE %I', run_as[i]));
+            END IF;
+            PERFORM datatable_roles_dblink.dblink_exec(conn, planned[i]);
+            PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
             n := n + 1;
         END LOOP;
         PERFORM datatable_roles.fault_point('acl:before_remote_commit');
