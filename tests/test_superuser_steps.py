@@ -307,3 +307,88 @@ def test_a_rerun_with_another_owner_leaves_that_owner_alone_on_the_guard(
             "SELECT has_schema_privilege(%s, 'datatable_roles_guard', 'USAGE')"
             "    OR has_schema_privilege(%s, 'datatable_roles_dblink', 'USAGE')",
             [cluster.owner, cluster.owner]).fetchone()[0]
+
+
+def server_version(cluster) -> int:
+    with cluster.connect_super() as conn:
+        return int(conn.execute("SHOW server_version_num").fetchone()[0])
+
+
+def membership(cluster, role: str, member: str) -> tuple[bool, bool] | None:
+    """(exists, admin option) of the direct grant of ``role`` to ``member``; None if none."""
+    with cluster.connect_super() as conn:
+        row = conn.execute(
+            "SELECT bool_or(m.admin_option) FROM pg_auth_members AS m"
+            " JOIN pg_roles AS r ON r.oid = m.roleid JOIN pg_roles AS u ON u.oid = m.member"
+            " WHERE r.rolname = %s AND u.rolname = %s", [role, member]).fetchone()
+    return row[0]
+
+
+def test_after_pg_upgrade_acts_on_no_name_the_owner_wrote_that_reaches_privilege(
+        cluster, make_world, uid):
+    """The owner writes names into its own tables: a data table's admin login set to the
+    bootstrap superuser, catalog roles named pg_execute_server_program, another instance's
+    owner (CREATEROLE) and another instance's worker (a login the package does not make).
+    The superuser runs sql/after-pg-upgrade.sql: the link login (whose password the owner
+    can read) is not made a member of the superuser, and the owner gets ADMIN OPTION on
+    none of those roles; each is named in a WARNING. What the package made is still taken
+    care of (16+): the owner's ADMIN OPTION on the link login, and the link login's
+    membership in a catalog role, given back when missing."""
+    w = make_world(users={"pub": []}, roles=["r1"])
+    su = superuser_name(cluster)
+    other_owner, other_worker = f"{uid}_owner2", f"{uid}_worker2"
+    with cluster.connect_super() as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE").format(
+            sql.Identifier(other_owner)))
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(other_worker)))
+    with connect(w.meta.owner_conninfo) as conn:
+        (link,) = conn.execute("SELECT datatable_roles.link_login()").fetchone()
+        conn.execute("UPDATE datatable_roles.datatable SET admin_login = %s"
+                     " WHERE admin_login IS NOT NULL", [su])
+        for name in ("pg_execute_server_program", other_owner, other_worker):
+            conn.execute("INSERT INTO datatable_roles.catalog_role (name)"
+                         " VALUES (%s)", [name])
+    r1 = w.roles["r1"]
+    newer = server_version(cluster) >= 160000
+    if newer:
+        with cluster.connect_super() as conn:
+            conn.execute(sql.SQL("REVOKE {} FROM {}").format(
+                sql.Identifier(link), sql.Identifier(cluster.owner)))
+            conn.execute(sql.SQL("REVOKE {} FROM {} GRANTED BY {}").format(
+                sql.Identifier(r1), sql.Identifier(link), sql.Identifier(cluster.owner)))
+        assert membership(cluster, link, cluster.owner) is None
+        assert membership(cluster, r1, link) is None
+    done = run_step(cluster, "after-pg-upgrade.sql", w.meta.name, owner=cluster.owner)
+    assert done.returncode == 0, done.stderr
+    with cluster.connect_super() as conn:
+        assert not conn.execute("SELECT pg_has_role(%s, %s, 'MEMBER')",
+                                [link, su]).fetchone()[0]
+    for name in ("pg_execute_server_program", other_owner, other_worker):
+        assert not membership(cluster, name, cluster.owner), name
+        if newer:
+            assert f"skipped role {name}" in done.stderr
+    if newer:
+        assert f"skipped granting role {su} to the link login" in done.stderr
+        assert membership(cluster, link, cluster.owner) is True
+        assert membership(cluster, r1, link) is False
+    again = run_step(cluster, "after-pg-upgrade.sql", w.meta.name, owner=cluster.owner)
+    assert again.returncode == 0, again.stderr
+
+
+def test_after_pg_upgrade_refuses_a_link_login_the_owner_renamed(cluster, make_world, uid):
+    """The owner points link_credential at another role (a member of the superuser): the
+    step skips the link login with a WARNING and grants that role nothing."""
+    w = make_world(users={"pub": []}, roles=["r1"])
+    su = superuser_name(cluster)
+    fake = f"dtr_link_{uid[1:]}00000000000000"
+    with cluster.connect_super() as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
+            sql.Identifier(fake), sql.Identifier(su)))
+    with connect(w.meta.owner_conninfo) as conn:
+        conn.execute("UPDATE datatable_roles.link_credential SET login = %s", [fake])
+    done = run_step(cluster, "after-pg-upgrade.sql", w.meta.name, owner=cluster.owner)
+    assert done.returncode == 0, done.stderr
+    assert membership(cluster, fake, cluster.owner) is None
+    assert membership(cluster, w.roles["r1"], fake) is None
+    if server_version(cluster) >= 160000:
+        assert f"skipped the link login {fake}" in done.stderr
