@@ -348,8 +348,11 @@ GRANT EXECUTE ON FUNCTION datatable_roles_guard.drop_login(text) TO :"owner";
 -- Exactly one grantee, the owner named now: a run before with another owner
 -- (or a grant anyone made) leaves no USAGE on these schemas and no right on
 -- the guard's functions and table to any other role.
-SELECT DISTINCT pg_catalog.format('REVOKE ALL ON SCHEMA %I FROM %s', n.nspname,
-    CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END)
+SELECT DISTINCT
+    pg_catalog.format(
+        'REVOKE ALL ON SCHEMA %I FROM %s', n.nspname,
+        CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END
+    )
 FROM pg_catalog.pg_namespace AS n
 CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS x
 LEFT JOIN pg_catalog.pg_roles AS g ON g.oid = x.grantee
@@ -357,8 +360,11 @@ WHERE
     n.nspname IN ('datatable_roles_dblink', 'datatable_roles_guard')
     AND x.grantee <> n.nspowner AND g.rolname IS DISTINCT FROM :'owner'
 \gexec
-SELECT DISTINCT pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', p.oid::regprocedure,
-    CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END)
+SELECT DISTINCT
+    pg_catalog.format(
+        'REVOKE ALL ON FUNCTION %s FROM %s', p.oid::regprocedure,
+        CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END
+    )
 FROM pg_catalog.pg_proc AS p
 CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x
 LEFT JOIN pg_catalog.pg_roles AS g ON g.oid = x.grantee
@@ -366,8 +372,11 @@ WHERE
     p.pronamespace = 'datatable_roles_guard'::regnamespace
     AND x.grantee <> p.proowner AND g.rolname IS DISTINCT FROM :'owner'
 \gexec
-SELECT DISTINCT pg_catalog.format('REVOKE ALL ON TABLE %s FROM %s', c.oid::regclass,
-    CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END)
+SELECT DISTINCT
+    pg_catalog.format(
+        'REVOKE ALL ON TABLE %s FROM %s', c.oid::regclass,
+        CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END
+    )
 FROM pg_catalog.pg_class AS c
 CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS x
 LEFT JOIN pg_catalog.pg_roles AS g ON g.oid = x.grantee

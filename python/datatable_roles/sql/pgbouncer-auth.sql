@@ -34,9 +34,9 @@ SET ROLE NONE;
 -- superuser's alone (one owned by a role that is not a superuser, holding an object such
 -- a role owns, or giving anyone CREATE): this step did not make it, and its owner could
 -- swap the lookup (docs/operating.md).
-SELECT pg_catalog.set_config(
-    'datatable_roles_pgbouncer.auth_user', :'auth_user', false
-) AS auth_user_set
+SELECT
+    pg_catalog.set_config('datatable_roles_pgbouncer.auth_user', :'auth_user', false)
+        AS auth_user_set
 \gset
 DO $$
 DECLARE
