@@ -14,8 +14,9 @@
 -- login what 0011 gives it, in case that migration ran after the upgrade (its grant of
 -- the owner to the link login, made by 0.1.0 and refused from 16 on, is taken away).
 --
--- The names come from the package's tables, which the owner can write; pg_upgrade
--- keeps no record of who made a role. So each role is checked in the catalog alone
+-- The names come from the package's tables, which the owner can write: the catalog
+-- keeps no record of who made a role, and pg_upgrade from 15 drops the grantor of
+-- each membership (pg_dumpall dumps no grantors from a server before 16). So each role is checked in the catalog alone
 -- first, and skipped with a WARNING naming it unless it is safe: no superuser,
 -- REPLICATION, BYPASSRLS, CREATEROLE or CREATEDB, not predefined, and a member of
 -- no such role, directly or not; ADMIN OPTION only on a NOLOGIN role or a login
