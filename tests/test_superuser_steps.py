@@ -392,3 +392,20 @@ def test_after_pg_upgrade_refuses_a_link_login_the_owner_renamed(cluster, make_w
     assert membership(cluster, w.roles["r1"], fake) is None
     if server_version(cluster) >= 160000:
         assert f"skipped the link login {fake}" in done.stderr
+
+
+def test_a_role_set_for_the_database_does_not_change_who_runs_bootstrap(cluster, meta_db):
+    """The owner sets `role` for its metadata database (a superuser's session would start
+    as the owner): bootstrap still runs as the superuser who connected, and the guard stays
+    the superuser's."""
+    with connect(meta_db.owner_conninfo) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} SET role = {}").format(
+            sql.Identifier(meta_db.name), sql.Identifier(cluster.owner)))
+    done = run_step(cluster, "bootstrap.sql", meta_db.name, owner=cluster.owner)
+    assert done.returncode == 0, done.stderr
+    with cluster.connect_super(meta_db.name) as conn:
+        owners = conn.execute(
+            "SELECT DISTINCT r.rolsuper FROM pg_proc AS p JOIN pg_roles AS r"
+            " ON r.oid = p.proowner"
+            " WHERE p.pronamespace = 'datatable_roles_guard'::regnamespace").fetchall()
+    assert owners == [(True,)]
