@@ -22,21 +22,115 @@
 --     keep first use and the sweep as fast at 10,000 roles as at ten
 --     (docs/performance.md).
 -- Run it again (it is idempotent) before migrating to a release that adds to it.
+-- It is safe to run at any time, whatever a non-superuser created or wrote in
+-- this database: names resolve in pg_catalog only, every call is qualified,
+-- it refuses a schema of its own that someone else could change, and it reads
+-- no table a non-superuser can write. A re-run with another owner leaves the
+-- named owner alone with USAGE on its schemas and EXECUTE on the guard.
 -- The owner role itself (NOSUPERUSER, CREATEROLE, pg_signal_backend, member of
 -- each data table's admin login) is created by the operator: see README.md.
 \set ON_ERROR_STOP on
+
+-- Whatever the database's owner set for it (search_path, role), this session
+-- finds names in pg_catalog only and acts as the superuser who connected.
+SET search_path = pg_catalog, pg_temp;
+SET ROLE NONE;
+SELECT pg_catalog.set_config('datatable_roles_bootstrap.owner', :'owner', false) AS owner_set
+\gset
+
+-- Refuse a non-superuser, an owner that does not exist or is a superuser, and
+-- a schema of ours that a non-superuser could change: one owned by a role
+-- that is not a superuser, holding an object such a role owns, or giving
+-- anyone CREATE. This step did not make such a schema (docs/operating.md).
+DO $$
+DECLARE
+    owner_name text := pg_catalog.current_setting('datatable_roles_bootstrap.owner');
+    schema_name text;
+    why text;
+BEGIN
+    IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user) THEN
+        RAISE EXCEPTION 'sql/bootstrap.sql must run as a superuser'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NOT EXISTS (
+        SELECT FROM pg_catalog.pg_roles AS r WHERE r.rolname = owner_name AND NOT r.rolsuper
+    ) THEN
+        RAISE EXCEPTION 'package owner % does not exist or is a superuser',
+            pg_catalog.quote_literal(owner_name)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name the owner role (NOSUPERUSER CREATEROLE, README.md) with -v owner=.';
+    END IF;
+    FOREACH schema_name IN ARRAY ARRAY['datatable_roles_dblink', 'datatable_roles_guard'] LOOP
+        SELECT pg_catalog.string_agg(o.what, ', ') INTO why
+        FROM (
+            SELECT pg_catalog.format('is owned by %I', r.rolname) AS what
+            FROM pg_catalog.pg_namespace AS n
+            JOIN pg_catalog.pg_roles AS r ON r.oid = n.nspowner
+            WHERE n.nspname = schema_name AND NOT r.rolsuper
+            UNION ALL
+            SELECT pg_catalog.format('gives CREATE to %s', CASE WHEN x.grantee = 0 THEN 'PUBLIC'
+                ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(x.grantee)) END)
+            FROM pg_catalog.pg_namespace AS n
+            CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS x
+            WHERE n.nspname = schema_name AND x.privilege_type = 'CREATE'
+                AND x.grantee <> n.nspowner
+            UNION ALL
+            SELECT pg_catalog.format('holds %s %I owned by %I', k.kind, k.name, r.rolname)
+            FROM pg_catalog.pg_namespace AS n
+            CROSS JOIN LATERAL (
+                SELECT 'relation', c.relname, c.relowner FROM pg_catalog.pg_class AS c
+                WHERE c.relnamespace = n.oid
+                UNION ALL SELECT 'function', p.proname, p.proowner FROM pg_catalog.pg_proc AS p
+                WHERE p.pronamespace = n.oid
+                UNION ALL SELECT 'type', t.typname, t.typowner FROM pg_catalog.pg_type AS t
+                WHERE t.typnamespace = n.oid
+                UNION ALL SELECT 'operator', o.oprname, o.oprowner
+                FROM pg_catalog.pg_operator AS o WHERE o.oprnamespace = n.oid
+                UNION ALL SELECT 'collation', c.collname, c.collowner
+                FROM pg_catalog.pg_collation AS c WHERE c.collnamespace = n.oid
+                UNION ALL SELECT 'conversion', c.conname, c.conowner
+                FROM pg_catalog.pg_conversion AS c WHERE c.connamespace = n.oid
+                UNION ALL SELECT 'operator class', c.opcname, c.opcowner
+                FROM pg_catalog.pg_opclass AS c WHERE c.opcnamespace = n.oid
+                UNION ALL SELECT 'operator family', f.opfname, f.opfowner
+                FROM pg_catalog.pg_opfamily AS f WHERE f.opfnamespace = n.oid
+                UNION ALL SELECT 'text search configuration', c.cfgname, c.cfgowner
+                FROM pg_catalog.pg_ts_config AS c WHERE c.cfgnamespace = n.oid
+                UNION ALL SELECT 'text search dictionary', d.dictname, d.dictowner
+                FROM pg_catalog.pg_ts_dict AS d WHERE d.dictnamespace = n.oid
+                UNION ALL SELECT 'statistics object', s.stxname, s.stxowner
+                FROM pg_catalog.pg_statistic_ext AS s WHERE s.stxnamespace = n.oid
+            ) AS k (kind, name, owner)
+            JOIN pg_catalog.pg_roles AS r ON r.oid = k.owner
+            WHERE n.nspname = schema_name AND NOT r.rolsuper
+        ) AS o;
+        IF why IS NOT NULL THEN
+            RAISE EXCEPTION 'schema % exists and a role that is not a superuser can change it: it %',
+                schema_name, why
+                USING ERRCODE = 'duplicate_schema',
+                      HINT = pg_catalog.format('This step did not make it. Look at what it holds,'
+                          ' DROP SCHEMA %I CASCADE as a superuser, and run this step again.',
+                          schema_name);
+        END IF;
+    END LOOP;
+END;
+$$;
 
 CREATE SCHEMA IF NOT EXISTS datatable_roles_dblink;
 REVOKE ALL ON SCHEMA datatable_roles_dblink FROM PUBLIC;
 GRANT USAGE ON SCHEMA datatable_roles_dblink TO :"owner";
 CREATE EXTENSION IF NOT EXISTS dblink SCHEMA datatable_roles_dblink;
 
-SELECT format('GRANT CREATE ON DATABASE %I TO %I', current_database(), :'owner') \gexec
+SELECT pg_catalog.format(
+    'GRANT CREATE ON DATABASE %I TO %I', pg_catalog.current_database(), :'owner'
+) \gexec
 GRANT CREATE ON SCHEMA public TO :"owner";
 
-SELECT format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()) \gexec
-SELECT format(
-    'GRANT CONNECT ON DATABASE %I TO %I WITH GRANT OPTION', current_database(), :'owner'
+SELECT pg_catalog.format(
+    'REVOKE CONNECT ON DATABASE %I FROM PUBLIC', pg_catalog.current_database()
+) \gexec
+SELECT pg_catalog.format(
+    'GRANT CONNECT ON DATABASE %I TO %I WITH GRANT OPTION', pg_catalog.current_database(), :'owner'
 ) \gexec
 
 CREATE SCHEMA IF NOT EXISTS datatable_roles_guard;
@@ -52,9 +146,42 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN (
+        -- p_role and every role it is a member of, directly or not.
+        WITH RECURSIVE closure (oid) AS (
+            SELECT a.oid FROM pg_catalog.pg_authid AS a WHERE a.rolname = p_role
+            UNION
+            SELECT m.roleid FROM pg_catalog.pg_auth_members AS m
+            JOIN closure AS c ON m.member = c.oid
+        )
         SELECT a.rolpassword = p_verifier
         FROM pg_catalog.pg_authid AS a
-        WHERE a.rolname = p_role AND NOT a.rolsuper
+        JOIN pg_catalog.pg_authid AS o
+            ON o.rolname = (SELECT po.name FROM datatable_roles_guard.package_owner AS po)
+        WHERE a.rolname = p_role AND a.oid <> o.oid
+            -- A package login: the owner holds it (16+: what it made, with
+            -- ADMIN OPTION; an admin login, which the owner is a member of).
+            -- On 15 the owner holds no such grant: a login named as the
+            -- package names its set logins and link login.
+            AND (
+                EXISTS (
+                    SELECT FROM pg_catalog.pg_auth_members AS m
+                    WHERE m.roleid = a.oid AND m.member = o.oid
+                )
+                OR (
+                    pg_catalog.current_setting('server_version_num')::integer < 160000
+                    AND a.rolname ~ '^(wm_set_[0-9a-f]{40}|dtr_link_[0-9a-f]{20})$'
+                )
+            )
+            -- Nothing privileged in its reach: no superuser, no role with
+            -- an attribute that reaches beyond roles and tables, no
+            -- predefined role (oids below 16384 are the system's).
+            AND NOT EXISTS (
+                SELECT FROM closure AS c
+                JOIN pg_catalog.pg_authid AS g ON g.oid = c.oid
+                WHERE g.oid < 16384
+                    OR g.rolsuper OR g.rolreplication OR g.rolbypassrls
+                    OR g.rolcreaterole OR g.rolcreatedb
+            )
     );
 END;
 $$;
@@ -98,7 +225,8 @@ ON CONFLICT (one) DO UPDATE SET name = excluded.name;
 -- At 10,000 roles that is 100-300 ms per ALTER ROLE or DROP ROLE. These two
 -- do the same change as the superuser, after the check as one index lookup:
 -- the owner holds p_role directly WITH ADMIN OPTION, and p_role has no
--- attribute only a superuser may give. So they give the owner nothing it
+-- attribute only a superuser may give (nor CREATEDB or CREATEROLE that the
+-- owner lacks). So they give the owner nothing it
 -- could not do itself. On 15 the owner holds no such grants: they refuse.
 CREATE OR REPLACE FUNCTION datatable_roles_guard.owner_administers(p_role text)
 RETURNS boolean
@@ -110,12 +238,14 @@ BEGIN
     RETURN EXISTS (
         SELECT FROM pg_catalog.pg_auth_members AS m
         JOIN pg_catalog.pg_authid AS r ON r.oid = m.roleid
+        JOIN pg_catalog.pg_authid AS o ON o.oid = m.member
+        JOIN datatable_roles_guard.package_owner AS po ON po.name = o.rolname
         WHERE r.rolname = p_role AND m.admin_option
-            AND m.member = (
-                SELECT o.oid FROM pg_catalog.pg_authid AS o
-                JOIN datatable_roles_guard.package_owner AS po ON po.name = o.rolname
-            )
             AND NOT (r.rolsuper OR r.rolreplication OR r.rolbypassrls)
+            -- ALTER ROLE changes CREATEDB and CREATEROLE only for a role
+            -- that has them itself.
+            AND (o.rolcreatedb OR NOT r.rolcreatedb)
+            AND (o.rolcreaterole OR NOT r.rolcreaterole)
     );
 END;
 $$;
@@ -128,8 +258,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF NOT datatable_roles_guard.owner_administers(p_role) THEN
-        RAISE EXCEPTION 'the package owner does not hold role % with ADMIN OPTION',
-            quote_ident(p_role) USING ERRCODE = 'insufficient_privilege';
+        RAISE EXCEPTION 'the package owner does not hold role % with ADMIN OPTION,'
+            ' or the role has an attribute the owner may not change',
+            pg_catalog.quote_ident(p_role) USING ERRCODE = 'insufficient_privilege';
     END IF;
 END;
 $$;
@@ -148,18 +279,18 @@ AS $$
 DECLARE
     r text;
 BEGIN
-    IF coalesce(cardinality(p_roles), 0) = 0 OR p_verifier NOT LIKE 'SCRAM-SHA-256$%' THEN
+    IF coalesce(pg_catalog.cardinality(p_roles), 0) = 0 OR p_verifier NOT LIKE 'SCRAM-SHA-256$%' THEN
         RAISE EXCEPTION 'a set login needs roles and a SCRAM verifier'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     FOREACH r IN ARRAY p_roles || p_group LOOP
         PERFORM datatable_roles_guard.require_administered(r);
     END LOOP;
-    EXECUTE format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE'
+    EXECUTE pg_catalog.format('CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE'
         || ' NOREPLICATION NOBYPASSRLS PASSWORD %L IN ROLE %s', p_role, p_verifier,
-        (SELECT string_agg(quote_ident(x), ', ') FROM unnest(p_roles) AS x));
-    EXECUTE format('GRANT %I TO %I WITH INHERIT FALSE, SET FALSE', p_group, p_role);
-    EXECUTE format('GRANT %I TO %I WITH ADMIN OPTION, INHERIT FALSE, SET FALSE',
+        (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(x), ', ') FROM pg_catalog.unnest(p_roles) AS x));
+    EXECUTE pg_catalog.format('GRANT %I TO %I WITH INHERIT FALSE, SET FALSE', p_group, p_role);
+    EXECUTE pg_catalog.format('GRANT %I TO %I WITH ADMIN OPTION, INHERIT FALSE, SET FALSE',
         p_role, (SELECT po.name FROM datatable_roles_guard.package_owner AS po));
 END;
 $$;
@@ -176,7 +307,7 @@ BEGIN
     IF p_verifier NOT LIKE 'SCRAM-SHA-256$%' THEN
         RAISE EXCEPTION 'a set login needs a SCRAM verifier' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT NOCREATEDB NOCREATEROLE'
+    EXECUTE pg_catalog.format('ALTER ROLE %I WITH LOGIN INHERIT NOCREATEDB NOCREATEROLE'
         || ' CONNECTION LIMIT -1 VALID UNTIL %L PASSWORD %L', p_role, 'infinity', p_verifier);
 END;
 $$;
@@ -188,7 +319,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles_guard.require_administered(p_role);
-    EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_role);
+    EXECUTE pg_catalog.format('ALTER ROLE %I WITH NOLOGIN', p_role);
 END;
 $$;
 
@@ -199,7 +330,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles_guard.require_administered(p_role);
-    EXECUTE format('DROP ROLE %I', p_role);
+    EXECUTE pg_catalog.format('DROP ROLE %I', p_role);
 END;
 $$;
 
@@ -213,3 +344,43 @@ GRANT EXECUTE ON FUNCTION datatable_roles_guard.create_login(text, text, text[],
 GRANT EXECUTE ON FUNCTION datatable_roles_guard.rekey_login(text, text) TO :"owner";
 GRANT EXECUTE ON FUNCTION datatable_roles_guard.disable_login(text) TO :"owner";
 GRANT EXECUTE ON FUNCTION datatable_roles_guard.drop_login(text) TO :"owner";
+
+-- Exactly one grantee, the owner named now: a run before with another owner
+-- (or a grant anyone made) leaves no USAGE on these schemas and no right on
+-- the guard's functions and table to any other role.
+SELECT DISTINCT
+    pg_catalog.format(
+        'REVOKE ALL ON SCHEMA %I FROM %s', n.nspname,
+        CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END
+    )
+FROM pg_catalog.pg_namespace AS n
+CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS x
+LEFT JOIN pg_catalog.pg_roles AS g ON g.oid = x.grantee
+WHERE
+    n.nspname IN ('datatable_roles_dblink', 'datatable_roles_guard')
+    AND x.grantee <> n.nspowner AND g.rolname IS DISTINCT FROM :'owner'
+\gexec
+SELECT DISTINCT
+    pg_catalog.format(
+        'REVOKE ALL ON FUNCTION %s FROM %s', p.oid::regprocedure,
+        CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END
+    )
+FROM pg_catalog.pg_proc AS p
+CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x
+LEFT JOIN pg_catalog.pg_roles AS g ON g.oid = x.grantee
+WHERE
+    p.pronamespace = 'datatable_roles_guard'::regnamespace
+    AND x.grantee <> p.proowner AND g.rolname IS DISTINCT FROM :'owner'
+\gexec
+SELECT DISTINCT
+    pg_catalog.format(
+        'REVOKE ALL ON TABLE %s FROM %s', c.oid::regclass,
+        CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.rolname) END
+    )
+FROM pg_catalog.pg_class AS c
+CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS x
+LEFT JOIN pg_catalog.pg_roles AS g ON g.oid = x.grantee
+WHERE
+    c.relnamespace = 'datatable_roles_guard'::regnamespace
+    AND x.grantee <> c.relowner
+\gexec

@@ -248,7 +248,7 @@ $$;
 
 -- Whether p_role's stored verifier is p_verifier, the one the package set:
 -- the superuser-owned guard of sql/bootstrap.sql reads pg_authid for it.
--- NULL (no such login, or a superuser) counts as no.
+-- NULL (no such role, or one the guard does not answer for) counts as no.
 CREATE OR REPLACE FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text)
 RETURNS boolean
 LANGUAGE sql STABLE
