@@ -31,27 +31,28 @@ from test_hostile_objects import (WORLD, as_admin, as_viewer, attacker, give_cre
                                   past_unused_after, qualified, sweep)
 
 # The payload: run as the admin login (which owns orders), it turns RLS off on orders,
-# grants it to PUBLIC and leaves a definer function that runs anything. Run as anyone else
-# it fails quietly and the function returns the right difference.
+# grants it to PUBLIC and leaves a definer function that runs anything, once. Otherwise it
+# only returns the difference.
 PLANT = [
     """CREATE FUNCTION public.rdiff(a float8, b float8) RETURNS float8
        LANGUAGE plpgsql IMMUTABLE AS $$
        BEGIN
-           BEGIN
+           IF (SELECT c.relrowsecurity AND pg_catalog.pg_has_role(c.relowner, 'USAGE')
+                   FROM pg_catalog.pg_class AS c
+                   WHERE c.oid = 'public.orders'::pg_catalog.regclass) THEN
                EXECUTE 'ALTER TABLE public.orders DISABLE ROW LEVEL SECURITY';
                EXECUTE 'GRANT ALL ON public.orders TO PUBLIC';
                EXECUTE 'CREATE FUNCTION public.backdoor(q text) RETURNS void'
                    ' LANGUAGE plpgsql SECURITY DEFINER AS $b$ BEGIN EXECUTE q; END $b$';
                EXECUTE 'GRANT EXECUTE ON FUNCTION public.backdoor(text) TO PUBLIC';
-           EXCEPTION WHEN OTHERS THEN NULL;
-           END;
+           END IF;
            RETURN a - b;
        END $$""",
     "CREATE TYPE public.r AS RANGE (subtype = float8, subtype_diff = public.rdiff)",
     # CREATE TYPE wants it immutable; once made, a read-only body could not run DDL.
     "ALTER FUNCTION public.rdiff(float8, float8) VOLATILE",
     "CREATE TABLE public.spans (id integer, span public.r)",
-    "INSERT INTO public.spans SELECT i, public.r(i, i + 1.5) FROM generate_series(1, 200) AS i",
+    "INSERT INTO public.spans SELECT i, public.r(i, i + 1.5) FROM generate_series(1, 3000) AS i",
     "CREATE INDEX spans_span ON public.spans USING gist (span)",
 ]
 
@@ -74,12 +75,23 @@ def world(make_world):
     return make_world(**WORLD)
 
 
+# What calls subtype_diff as the admin login: ANALYZE of the table by the admin login (range
+# statistics); an INSERT into the GiST-indexed table by the admin login (GiST penalty, the
+# index having inner pages); a database-wide ANALYZE by a superuser (as each table's owner).
+STEPS = {
+    "admin_analyze": "ANALYZE {}",
+    "admin_gist_insert": "INSERT INTO {} VALUES (3001, '[-100,-50)')",
+    "superuser_analyze": None,
+}
+
+
+@pytest.mark.parametrize("step", list(STEPS))
 @pytest.mark.parametrize("case", ["sweep", "drop_role"])
-def test_a_range_subtype_diff_is_inert_after_its_objects_pass_to_the_admin(world, case):
+def test_a_range_subtype_diff_is_inert_after_its_objects_pass_to_the_admin(world, case, step):
     """vic's set login (``sweep``) or cat acting as role c (``drop_role``) makes a range type
     whose subtype_diff carries the payload, and a table of it with a GiST index. After its
-    objects pass to the admin login: an explicit ANALYZE of the table as the admin login, a
-    database-wide ANALYZE as a superuser and an INSERT into the table as the admin login run
+    objects pass to the admin login, ``step`` (an explicit ANALYZE of the table as the admin
+    login, an INSERT into it as the admin login, a database-wide ANALYZE as a superuser) runs
     no payload; the function, the type, the table, its rows and its index are all kept."""
     w = world
     r, victim = attacker(w, case)
@@ -87,7 +99,7 @@ def test_a_range_subtype_diff_is_inert_after_its_objects_pass_to_the_admin(world
     with as_viewer(w, r) as conn:
         for statement in PLANT:
             conn.execute(statement)
-        conn.execute("ANALYZE public.spans")   # as its owner: the payload fails quietly
+        conn.execute("ANALYZE public.spans")   # as its owner: no payload
     su = w.su(w.dbname)
     assert payload_effects(su) == CLEAN
     table = one(su, "SELECT 'public.spans'::regclass::oid")
@@ -106,15 +118,17 @@ def test_a_range_subtype_diff_is_inert_after_its_objects_pass_to_the_admin(world
     assert w.role_state(victim) == (False, False)
 
     spans = qualified(su, table)
+    if step == "superuser_analyze":
+        with connect(w.cluster.superuser_conninfo(w.dbname)) as conn:
+            conn.execute("ANALYZE")
+    else:
+        with as_admin(w) as conn:
+            conn.execute(sql.SQL(STEPS[step]).format(spans))
+    assert payload_effects(su) == CLEAN, f"{step} ran the payload as the admin login"
     with as_admin(w) as conn:
-        conn.execute(sql.SQL("ANALYZE {}").format(spans))
-        conn.execute(sql.SQL("INSERT INTO {} VALUES (201, '[1,7)')").format(spans))
         conn.execute("SET enable_seqscan = off")
         assert one(conn, sql.SQL("SELECT count(*) FROM {} WHERE span && '[10,12)'").format(
             spans)) == 3   # [9,10.5), [10,11.5), [11,12.5)
-    with connect(w.cluster.superuser_conninfo(w.dbname)) as conn:
-        conn.execute("ANALYZE")
-    assert payload_effects(su) == CLEAN, "the subtype_diff ran as the admin login"
 
     # Nothing is lost: the function (same signature, inert), the type and its use, the rows,
     # the index, all the admin login's.
@@ -128,11 +142,13 @@ def test_a_range_subtype_diff_is_inert_after_its_objects_pass_to_the_admin(world
         su, "SELECT obj_description(%s, 'pg_proc')", [rdiff]), "the old body is in its comment"
     assert one(su, "SELECT typowner::regrole::text FROM pg_type WHERE oid = %s", [rtype]) \
         == w.admin_login
-    assert one(su, sql.SQL("SELECT count(*) FROM {}").format(spans)) == 201
+    assert one(su, sql.SQL("SELECT count(*) FROM {}").format(spans)) \
+        == (3001 if step == "admin_gist_insert" else 3000)
     assert one(su, sql.SQL("SELECT span::text FROM {} WHERE id = 7").format(spans)) \
         == "[7,8.5)"
     assert one(su, "SELECT count(*) FROM pg_index WHERE indrelid = %s", [table]) == 1
     # ANALYZE still builds the range length histogram (stakind 6), which calls subtype_diff.
+    su.execute(sql.SQL("ANALYZE {}").format(spans))
     assert one(su, "SELECT count(*) FROM pg_statistic WHERE starelid = %s"
                    " AND 6 IN (stakind1, stakind2, stakind3, stakind4, stakind5)", [table]) == 1
 
