@@ -199,3 +199,54 @@ def test_what_a_non_superuser_cannot_name(world, what, statement):
                             errors.InvalidObjectDefinition, errors.FeatureNotSupported)) as e:
             conn.execute(statement)
         assert e.value.sqlstate is not None, what
+
+
+def test_a_subtype_diff_of_another_live_role_keeps_the_relation_from_the_admin(world):
+    """cat, acting as role c, makes the payload function and grants EXECUTE on it to PUBLIC;
+    vic's set login makes the range type and the table over it. The link login cannot replace
+    c's function, so vic's sweep leaves it unfinished, its table still vic's (NOLOGIN): an
+    ANALYZE by the admin login runs the function as vic, not as admin. Once c is dropped (its
+    function made inert), the next sweep drops vic's login, and ANALYZE as admin is harmless."""
+    w = world
+    r, victim = attacker(w, "sweep")
+    cat, role_c = attacker(w, "drop_role")
+    give_create(w, victim)
+    give_create(w, role_c)
+    with as_viewer(w, cat) as c_conn, as_viewer(w, r) as v_conn:
+        c_conn.execute(PLANT[0])
+        c_conn.execute("GRANT EXECUTE ON FUNCTION public.rdiff(float8, float8) TO PUBLIC")
+        v_conn.execute(PLANT[1])   # the type
+        c_conn.execute(PLANT[2])   # the function made volatile, by its owner
+        for statement in PLANT[3:]:
+            v_conn.execute(statement)
+    su = w.su(w.dbname)
+    table = one(su, "SELECT 'public.spans'::regclass::oid")
+    assert one(su, "SELECT proowner::regrole::text FROM pg_proc"
+                   " WHERE oid = 'public.rdiff(float8, float8)'::regprocedure") == role_c
+
+    past_unused_after(w)
+    w.resolve("val")
+    w.resolve("cat")   # c's login stays in use
+    report = sweep(w)
+    assert report["dropped"] == 0, report
+    assert [u["login"] for u in report["unfinished"]] == [r.login], report
+    assert "call functions of other roles" in report["unfinished"][0]["reason"], report
+    assert one(su, "SELECT relowner::regrole::text FROM pg_class WHERE oid = %s",
+               [table]) == r.login
+    with as_admin(w) as conn:
+        conn.execute(sql.SQL("ANALYZE {}").format(qualified(su, table)))
+    assert payload_effects(su) == CLEAN, "c's subtype_diff ran as the admin login"
+
+    w.call("SELECT drop_datatable_role(%s)", [w.c])
+    su.execute("DROP POLICY apac ON orders")
+    report = sweep(w)   # vic's login, and cat's (its role gone)
+    assert report["unfinished"] == [], report
+    assert w.role_state(r.login) == (False, False)
+    spans = qualified(su, table)
+    with as_admin(w) as conn:
+        conn.execute(sql.SQL("ANALYZE {}").format(spans))
+        conn.execute(sql.SQL(STEPS["admin_gist_insert"]).format(spans))
+    with connect(w.cluster.superuser_conninfo(w.dbname)) as conn:
+        conn.execute("ANALYZE")
+    assert payload_effects(su) == CLEAN
+    assert one(su, sql.SQL("SELECT count(*) FROM {}").format(spans)) == 3001

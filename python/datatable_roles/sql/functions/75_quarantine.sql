@@ -475,6 +475,38 @@ BEGIN
                 stamp, CASE obj.use WHEN 'other' THEN 'support function'
                     ELSE 'range ' || obj.use END, obj.lanname, obj.prosrc));
     END LOOP;
+    -- A relation of the victim's (a table's column, an index's key) of a range
+    -- type, or a domain or multirange over one, whose subtype_diff is another
+    -- live role's would run that role's code as the heir. The link login cannot
+    -- replace it: refuse the move, so that the relation stays the victim's
+    -- (NOLOGIN, no rights) until that role is swept or dropped in turn.
+    SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%s (%s)',
+        x.rel::pg_catalog.regclass, x.fn::pg_catalog.regprocedure), ', ')
+    INTO leftover
+    FROM (
+        WITH RECURSIVE base (typ, top) AS (
+            SELECT t.oid, t.oid FROM pg_catalog.pg_type AS t
+            UNION ALL
+            SELECT t.typbasetype, b.top FROM base AS b
+            JOIN pg_catalog.pg_type AS t ON t.oid = b.typ AND t.typbasetype <> 0
+        )
+        SELECT c.oid AS rel, g.rngsubdiff::pg_catalog.oid AS fn
+        FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND NOT a.attisdropped
+        JOIN base AS b ON b.top = a.atttypid
+        JOIN pg_catalog.pg_range AS g ON b.typ IN (g.rngtypid, g.rngmultitypid)
+        JOIN pg_catalog.pg_proc AS p ON p.oid = g.rngsubdiff
+        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
+        JOIN pg_catalog.pg_roles AS r ON r.oid = p.proowner
+        WHERE c.relowner = victim_id AND l.lanpltrusted AND NOT r.rolsuper
+            AND p.proowner NOT IN (victim_id, heir_id)
+    ) AS x;
+    IF leftover IS NOT NULL THEN
+        RAISE EXCEPTION 'objects of % call functions of other roles with no EXECUTE check: %',
+            pg_catalog.quote_ident(victim_name), leftover
+            USING ERRCODE = 'object_in_use',
+                HINT = 'Sweep or drop the roles that own those functions first.';
+    END IF;
     -- ---- end of functions called without an EXECUTE check -----------------
 
     -- Nothing may be left granted: better a move that fails (and is tried
