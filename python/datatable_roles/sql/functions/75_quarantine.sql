@@ -12,7 +12,10 @@
 -- its routines even from their owner; triggers and rules are disabled; and
 -- whatever a search path could resolve moves to a quarantine schema
 -- wm_quarantine_<16 hex> of the heir's, one per source schema, with no USAGE
--- for anyone else (a schema the victim owns is renamed so). Nothing is dropped.
+-- for anyone else (a schema the victim owns is renamed so). A function of the
+-- victim's that PostgreSQL calls with no EXECUTE check (a range's subtype_diff)
+-- gets an inert body; a relation that would call another live role's is refused.
+-- Nothing is dropped.
 -- Temporary schemas and pg_toast are left alone: nobody else can reach them.
 --
 -- The role names are embedded as literals (format %L) in a DO block whose
@@ -443,6 +446,7 @@ BEGIN
         JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
         JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
         WHERE p.proowner = victim_id AND p.prokind = 'f' AND l.lanpltrusted
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
             AND NOT EXISTS (
                 SELECT FROM pg_catalog.pg_depend AS d
                 WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
@@ -498,8 +502,10 @@ BEGIN
         JOIN pg_catalog.pg_proc AS p ON p.oid = g.rngsubdiff
         JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
         JOIN pg_catalog.pg_roles AS r ON r.oid = p.proowner
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
         WHERE c.relowner = victim_id AND l.lanpltrusted AND NOT r.rolsuper
             AND p.proowner NOT IN (victim_id, heir_id)
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
     ) AS x;
     IF leftover IS NOT NULL THEN
         RAISE EXCEPTION 'objects of % call functions of other roles with no EXECUTE check: %',
