@@ -6,7 +6,7 @@ subtype_diff and canonical, opclass support, type I/O and analyze, operator sele
 conversions, planner support, text search parsers and templates, transforms, FDW handlers,
 access methods, event triggers), a role that is not a superuser can make only a range type's
 ``subtype_diff`` (test_what_a_non_superuser_cannot_name shows the rest refused). ANALYZE of a
-range column (as the table's owner), GiST and SP-GiST on a range call it. So a script's
+range column (as the table's owner) and a GiST index on one call it. So a script's
 range type with a PL/pgSQL ``subtype_diff``, passed to the admin login by a sweep or by
 drop_datatable_role, would run its body as the admin login, EXECUTE revoked or not. The
 function must be IMMUTABLE when the type is made; the script makes it VOLATILE afterwards,
@@ -14,7 +14,8 @@ so that its body may run DDL.
 
 The quarantine replaces the body in place (same name, arguments, result) by an inert SQL one:
 ``SELECT 0::float8``. Nothing is dropped: the type, the table, its rows and its GiST index stay,
-and ANALYZE and GiST keep working.
+and ANALYZE and GiST keep working. When the function is another live role's (which the link
+login cannot replace), the move is refused and the table stays the NOLOGIN victim's.
 
 Roles are cluster-wide: every one made here is named by the world (uid prefix). Time moves by
 ``settings.clock_offset``, never by sleeping.
@@ -162,8 +163,9 @@ REFUSED = [
                                  " canonical = int4range_canonical)"),
     ("base type I/O, analyze, subscript", "CREATE TYPE public.b (input = int4in,"
                                           " output = int4out)"),
-    ("operator class support (pg_amproc)", "CREATE OPERATOR CLASS public.oc FOR TYPE float8"
-                                           " USING gist AS FUNCTION 1 btfloat8cmp(float8, float8)"),
+    ("operator class support (pg_amproc)",
+     "CREATE OPERATOR CLASS public.oc FOR TYPE float8 USING gist"
+     " AS FUNCTION 1 btfloat8cmp(float8, float8)"),
     ("operator family support (pg_amproc)", "CREATE OPERATOR FAMILY public.of USING btree"),
     ("operator restrict/join in a trusted language",
      "CREATE FUNCTION public.sel(internal, oid, internal, integer) RETURNS float8"
@@ -195,10 +197,9 @@ def test_what_a_non_superuser_cannot_name(world, what, statement):
     r, victim = attacker(w, "sweep")
     give_create(w, victim)
     with as_viewer(w, r) as conn:
-        with pytest.raises((errors.InsufficientPrivilege, errors.InvalidFunctionDefinition,
-                            errors.InvalidObjectDefinition, errors.FeatureNotSupported)) as e:
+        with pytest.raises(psycopg.DatabaseError,
+                           match="superuser|shell type|cannot (accept|have arguments of) type"):
             conn.execute(statement)
-        assert e.value.sqlstate is not None, what
 
 
 def test_a_subtype_diff_of_another_live_role_keeps_the_relation_from_the_admin(world):

@@ -387,7 +387,7 @@ BEGIN
 
     -- ---- Functions PostgreSQL calls without an EXECUTE check ----------------
     -- Revoking EXECUTE does not stop these: ANALYZE (as the table's owner, the
-    -- heir from now on), GiST and SP-GiST call a range's subtype_diff, range
+    -- heir from now on) and GiST indexes call a range's subtype_diff, range
     -- input its canonical function, and so on down the list below. Of them a
     -- role that is not a superuser can name only a range's subtype_diff
     -- (docs/trust.md); the rest are listed too, for what a superuser may have
