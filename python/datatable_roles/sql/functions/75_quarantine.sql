@@ -12,7 +12,10 @@
 -- its routines even from their owner; triggers and rules are disabled; and
 -- whatever a search path could resolve moves to a quarantine schema
 -- wm_quarantine_<16 hex> of the heir's, one per source schema, with no USAGE
--- for anyone else (a schema the victim owns is renamed so). Nothing is dropped.
+-- for anyone else (a schema the victim owns is renamed so). A function of the
+-- victim's that PostgreSQL calls with no EXECUTE check (a range's subtype_diff)
+-- gets an inert body; a relation that would call another live role's is refused.
+-- Nothing is dropped.
 -- Temporary schemas and pg_toast are left alone: nobody else can reach them.
 --
 -- The role names are embedded as literals (format %L) in a DO block whose
@@ -381,6 +384,136 @@ BEGIN
             )
         END;
     END LOOP;
+
+    -- ---- Functions PostgreSQL calls without an EXECUTE check ----------------
+    -- Revoking EXECUTE does not stop these: ANALYZE (as the table's owner, the
+    -- heir from now on) and GiST indexes call a range's subtype_diff, range
+    -- input its canonical function, and so on down the list below. Of them a
+    -- role that is not a superuser can name only a range's subtype_diff
+    -- (docs/trust.md); the rest are listed too, for what a superuser may have
+    -- pointed at a function of the victim's. Each such function in a trusted
+    -- language gets, in place, an inert SQL body of the same signature, so
+    -- nothing that uses it is dropped or breaks: a difference of 0 (ANALYZE and
+    -- GiST still work, with flat estimates), the identity for a canonical
+    -- function, else NULL; the old body is kept in its comment. C and internal
+    -- functions only a superuser can make.
+    -- Run after the moves: their schemas are now the victim's or the heir's,
+    -- where CREATE OR REPLACE is allowed.
+    FOR obj IN
+        SELECT p.oid, n.nspname, p.proname, l.lanname, p.prosrc, pg_catalog.min(u.use) AS use
+        FROM (
+            SELECT g.rngsubdiff::pg_catalog.oid AS fn, 'subdiff' AS use
+            FROM pg_catalog.pg_range AS g
+            UNION ALL
+            SELECT g.rngcanonical::pg_catalog.oid, 'canonical' FROM pg_catalog.pg_range AS g
+            UNION ALL
+            SELECT a.amproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_amproc AS a
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_type AS t
+            CROSS JOIN LATERAL (VALUES (t.typinput), (t.typoutput), (t.typreceive),
+                (t.typsend), (t.typmodin), (t.typmodout), (t.typanalyze),
+                (t.typsubscript)) AS f (fn)
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_operator AS o
+            CROSS JOIN LATERAL (VALUES (o.oprrest), (o.oprjoin)) AS f (fn)
+            UNION ALL
+            SELECT v.conproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_conversion AS v
+            UNION ALL
+            SELECT s.prosupport::pg_catalog.oid, 'other' FROM pg_catalog.pg_proc AS s
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_parser AS s
+            CROSS JOIN LATERAL (VALUES (s.prsstart), (s.prstoken), (s.prsend),
+                (s.prsheadline), (s.prslextype)) AS f (fn)
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_template AS s
+            CROSS JOIN LATERAL (VALUES (s.tmplinit), (s.tmpllexize)) AS f (fn)
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_transform AS s
+            CROSS JOIN LATERAL (VALUES (s.trffromsql), (s.trftosql)) AS f (fn)
+            UNION ALL
+            SELECT f.fn, 'other' FROM pg_catalog.pg_foreign_data_wrapper AS s
+            CROSS JOIN LATERAL (VALUES (s.fdwhandler), (s.fdwvalidator)) AS f (fn)
+            UNION ALL
+            SELECT f.fn, 'other' FROM pg_catalog.pg_language AS s
+            CROSS JOIN LATERAL (VALUES (s.lanplcallfoid), (s.laninline),
+                (s.lanvalidator)) AS f (fn)
+            UNION ALL
+            SELECT s.amhandler::pg_catalog.oid, 'other' FROM pg_catalog.pg_am AS s
+            UNION ALL
+            SELECT s.evtfoid, 'other' FROM pg_catalog.pg_event_trigger AS s
+        ) AS u
+        JOIN pg_catalog.pg_proc AS p ON p.oid = u.fn
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
+        WHERE p.proowner = victim_id AND p.prokind = 'f' AND l.lanpltrusted
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
+            AND NOT EXISTS (
+                SELECT FROM pg_catalog.pg_depend AS d
+                WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                    AND d.objid = p.oid AND d.deptype = 'e'
+            )
+        GROUP BY p.oid, n.nspname, p.proname, l.lanname, p.prosrc
+        ORDER BY n.nspname, p.proname, p.oid
+    LOOP
+        -- CREATE OR REPLACE wants EXECUTE too, revoked above: lent for the replace.
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I',
+            obj.oid::pg_catalog.regprocedure, victim_name);
+        EXECUTE pg_catalog.format(
+            'CREATE OR REPLACE FUNCTION %I.%I(%s) RETURNS %s LANGUAGE sql IMMUTABLE AS %L',
+            obj.nspname, obj.proname, pg_catalog.pg_get_function_arguments(obj.oid),
+            pg_catalog.pg_get_function_result(obj.oid),
+            CASE obj.use
+                WHEN 'subdiff' THEN 'SELECT 0::pg_catalog.float8'
+                WHEN 'canonical' THEN 'SELECT $1'
+                ELSE (
+                    SELECT 'SELECT NULL::' || pg_catalog.format_type(p.prorettype, NULL)
+                    FROM pg_catalog.pg_proc AS p WHERE p.oid = obj.oid
+                )
+            END);
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I',
+            obj.oid::pg_catalog.regprocedure, victim_name);
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L',
+            obj.oid::pg_catalog.regprocedure, pg_catalog.format(
+                'Function of role %s made inert at %s: PostgreSQL calls it with no EXECUTE'
+                ' check (%s). Its body was, in %s: %s', pg_catalog.quote_ident(victim_name),
+                stamp, CASE obj.use WHEN 'other' THEN 'support function'
+                    ELSE 'range ' || obj.use END, obj.lanname, obj.prosrc));
+    END LOOP;
+    -- A relation of the victim's (a table's column, an index's key) of a range
+    -- type, or a domain or multirange over one, whose subtype_diff is another
+    -- live role's would run that role's code as the heir. The link login cannot
+    -- replace it: refuse the move, so that the relation stays the victim's
+    -- (NOLOGIN, no rights) until that role is swept or dropped in turn.
+    SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%s (%s)',
+        x.rel::pg_catalog.regclass, x.fn::pg_catalog.regprocedure), ', ')
+    INTO leftover
+    FROM (
+        WITH RECURSIVE base (typ, top) AS (
+            SELECT t.oid, t.oid FROM pg_catalog.pg_type AS t
+            UNION ALL
+            SELECT t.typbasetype, b.top FROM base AS b
+            JOIN pg_catalog.pg_type AS t ON t.oid = b.typ AND t.typbasetype <> 0
+        )
+        SELECT c.oid AS rel, g.rngsubdiff::pg_catalog.oid AS fn
+        FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND NOT a.attisdropped
+        JOIN base AS b ON b.top = a.atttypid
+        JOIN pg_catalog.pg_range AS g ON b.typ IN (g.rngtypid, g.rngmultitypid)
+        JOIN pg_catalog.pg_proc AS p ON p.oid = g.rngsubdiff
+        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
+        JOIN pg_catalog.pg_roles AS r ON r.oid = p.proowner
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE c.relowner = victim_id AND l.lanpltrusted AND NOT r.rolsuper
+            AND p.proowner NOT IN (victim_id, heir_id)
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
+    ) AS x;
+    IF leftover IS NOT NULL THEN
+        RAISE EXCEPTION 'objects of % call functions of other roles with no EXECUTE check: %',
+            pg_catalog.quote_ident(victim_name), leftover
+            USING ERRCODE = 'object_in_use',
+                HINT = 'Sweep or drop the roles that own those functions first.';
+    END IF;
+    -- ---- end of functions called without an EXECUTE check -----------------
 
     -- Nothing may be left granted: better a move that fails (and is tried
     -- again by the next sweep) than one that hands the heir a live grant.
