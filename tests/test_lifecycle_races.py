@@ -576,3 +576,63 @@ def test_remove_datatable_role_retires_the_logins_holding_it_on_that_database(
     assert (report["examined"], report["dropped"], report["unfinished"]) == (2, 2, []), report
     assert not w.role_state(main_set.login)[0] and not w.role_state(main_a.login)[0]
     check_rows_authenticate(w)
+
+
+# ---- a resolve racing a removal from the map (issue 21, item 10) ------------------------------
+
+def _wait_until_blocked(w, pid: int, timeout: float = 20.0) -> None:
+    """Until backend ``pid`` waits for a lock."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = w.su("postgres").execute(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"backend {pid} never waited for a lock")
+
+
+def _live_rows_holding(w, role_id: int) -> list[str]:
+    return [login for login, (pw, ids) in w.rows().items() if pw and role_id in ids]
+
+
+@pytest.mark.parametrize("login_before", ["none", "untouched"])
+def test_resolve_deciding_before_a_removal_commits_hands_out_no_login_holding_it(
+        world, login_before):
+    """A resolve reads the map (a is in it) while remove_datatable_role(a) is uncommitted,
+    and goes on to make (or take back) vic's set login after the removal committed. It must
+    not hand out, nor leave live, a login holding a: it fails with 40001 (retry), and the
+    next resolve gives b alone."""
+    w = world
+    a, b = w.a, w.b
+    a_id = w.call("SELECT id FROM datatable_roles.catalog_role WHERE name = %s", [a])[0][0]
+    if login_before == "untouched":
+        # a live login, last used more than touch_every ago: the resolve must touch it
+        first = w.resolve("vic")
+        w.advance_clock("2 days")
+    owner = w.connect_owner()
+    worker = w.connect_worker()
+    try:
+        owner.execute("BEGIN")
+        owner.execute("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, DT, a])
+        resolve = Runner(lambda: w.resolve("vic", conn=worker))
+        resolve.start()
+        _wait_until_blocked(w, worker.info.backend_pid)
+        owner.execute("COMMIT")
+        resolve.join(30)
+        assert not resolve.is_alive()
+    finally:
+        owner.close()
+        worker.close()
+    live = _live_rows_holding(w, a_id)
+    assert live == [], f"live logins still holding the removed role: {live}"
+    if resolve.error is None:
+        _db, login, pw, roles = resolve.result
+        assert a not in roles, f"handed out {login} holding the removed role {a}"
+    else:
+        assert getattr(resolve.error, "sqlstate", None) == "40001", resolve.error
+    if login_before == "untouched":
+        assert login_error(w, first.login, first.password) is not None
+    now = w.resolve("vic")
+    assert now.roles == [b] and authenticates(w, now.login, now.password)
+    check_rows_authenticate(w)
