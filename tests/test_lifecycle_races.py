@@ -636,3 +636,62 @@ def test_resolve_deciding_before_a_removal_commits_hands_out_no_login_holding_it
     now = w.resolve("vic")
     assert now.roles == [b] and authenticates(w, now.login, now.password)
     check_rows_authenticate(w)
+
+
+# ---- first uses racing each other and the sweep on one database (issue 21, item 11) -----------
+
+FIRST_USE_ROLES = 6
+FIRST_USE_ROUNDS = 25
+
+
+def test_first_uses_and_sweeps_on_one_database_raise_only_documented_errors(world):
+    """Several one-role logins of one database are made (or taken back) at the same moment,
+    each granted CONNECT on it, while a sweep drops others there (REVOKE ALL ON DATABASE):
+    each writes the database's access list. Every resolve gets a login or 40001 (retry),
+    never XX000 "tuple concurrently updated"."""
+    w = world
+    roles = [w.new_role(f"f{i}") for i in range(FIRST_USE_ROLES)]
+    for r in roles:
+        w.set_tenants(DT, r, ["u/vic"])
+    errors: list[str] = []
+    made = {"ok": 0, "retry": 0}
+    conns = [w.connect_worker() for _ in roles]
+    sweeper = w.connect_owner()
+    try:
+        for rnd in range(FIRST_USE_ROUNDS):
+            barrier = threading.Barrier(len(roles) + 1)
+
+            def resolver(i):
+                barrier.wait()
+                try:
+                    w.resolve("vic", role=roles[i], conn=conns[i])
+                    made["ok"] += 1
+                except psycopg.Error as e:
+                    if e.sqlstate == "40001":
+                        made["retry"] += 1
+                    else:
+                        errors.append(f"{e.sqlstate}: {e}")
+
+            def sweep():
+                barrier.wait()
+                try:
+                    w.sweep(conn=sweeper, unused_for="0 seconds")
+                except psycopg.Error as e:
+                    errors.append(f"sweep: {e.sqlstate}: {e}")
+
+            threads = [Runner(lambda i=i: resolver(i)) for i in range(len(roles))]
+            threads.append(Runner(sweep))
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.finish(60)
+            assert [t.error for t in threads if t.error] == []
+            if rnd % 2:  # every other round takes back retired logins instead of making new ones
+                for r in roles:
+                    w.call("SELECT retire_role_set_logins_of(%s)", [r])
+    finally:
+        for conn in conns + [sweeper]:
+            conn.close()
+    assert errors == [], errors[:5]
+    assert made["ok"] > 0, made
+    check_rows_authenticate(w)
