@@ -122,7 +122,7 @@ def test_resolvers_catalog_changes_sweeps_and_terminations(make_world, uid):
     failures: list[str] = []
     resolves: list[tuple] = []  # (viewer, table, first state, last state, roles | sqlstate)
     stats = {"ok": 0, "40001": 0, "42501": 0, "ended": 0, "changes": 0, "sweeps": 0,
-             "killed": 0, "dropped": 0, "broken_checks": 0}
+             "killed": 0, "terminated": 0, "dropped": 0, "broken_checks": 0}
 
     def session(name: str, make, old: psycopg.Connection | None = None) -> psycopg.Connection:
         if old is not None:
@@ -173,6 +173,7 @@ def test_resolvers_catalog_changes_sweeps_and_terminations(make_world, uid):
             except psycopg.Error as e:
                 if not _ended(e):
                     raise
+                stats["killed"] += 1
                 conn = session("mutator", w.connect_owner, conn)
                 continue
             with lock:
@@ -241,8 +242,14 @@ def test_resolvers_catalog_changes_sweeps_and_terminations(make_world, uid):
             while not stop.is_set():
                 time.sleep(killer.uniform(0.2, 0.8))
                 with lock:
-                    victim = killer.choice(sorted(pids.values()))
+                    victims = sorted(pids.values())
+                # mostly a backend in the middle of a statement
+                busy = [pid for (pid,) in su.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s) AND state = 'active'",
+                    [victims]).fetchall()]
+                victim = killer.choice(busy if busy and killer.random() < 0.8 else victims)
                 su.execute("SELECT pg_terminate_backend(%s)", [victim])
+                stats["terminated"] += 1
 
     # ---- run ------------------------------------------------------------------------------
     threads = ([threading.Thread(target=_guard(mutator, failures), daemon=True)]
