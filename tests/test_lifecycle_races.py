@@ -262,10 +262,11 @@ def test_resolve_racing_retirement(world):
     assert roles == sorted([a, b]) and authenticates(w, login, pw)
 
 
-@pytest.mark.parametrize("retirement", ["disable", "drop"])
+@pytest.mark.parametrize("retirement", ["disable", "drop", "remove"])
 def test_role_retired_while_its_set_login_is_being_made(world, retirement):
     """A resolve is between CREATE ROLE and its commit when the role is disabled (or
-    dropped): the retirement must see that login and retire it, not miss it."""
+    dropped, or taken out of the map): the retirement must see that login and retire it,
+    not miss it."""
     w = world
     a, b = w.a, w.b
     hold = FaultHold(w)
@@ -276,9 +277,12 @@ def test_role_retired_while_its_set_login_is_being_made(world, retirement):
         resolve = Runner(lambda: w.resolve("vic", conn=worker))
         resolve.start()
         hold.wait_for_victim()
-        statement = ("SELECT set_datatable_role_enabled(%s, false)" if retirement == "disable"
-                     else "SELECT drop_datatable_role(%s)")
-        retire = Runner(lambda: owner.execute(statement, [a]).fetchone())
+        statement, args = {
+            "disable": ("SELECT set_datatable_role_enabled(%s, false)", [a]),
+            "drop": ("SELECT drop_datatable_role(%s)", [a]),
+            "remove": ("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, DT, a]),
+        }[retirement]
+        retire = Runner(lambda: owner.execute(statement, args).fetchone())
         retire.start()
         # the retirement waits for the resolve (or, without that, finishes first)
         retire.join(1.0)
@@ -694,4 +698,40 @@ def test_first_uses_and_sweeps_on_one_database_raise_only_documented_errors(worl
             conn.close()
     assert errors == [], errors[:5]
     assert made["ok"] > 0, made
+    check_rows_authenticate(w)
+
+
+def test_two_removals_of_a_role_on_one_database_retire_its_logins(world):
+    """a is in the maps of two data tables on one database, and vic's set login holds it.
+    Two owners take a out of each map at the same time: each saw the other's map row still
+    there, and neither retired the login. The second now waits for the first and retires."""
+    w = world
+    a, b = w.a, w.b
+    a_id = w.call("SELECT id FROM datatable_roles.catalog_role WHERE name = %s", [a])[0][0]
+    w.register("shared", tenants={a: ["u/vic"]}, default=None)
+    held = w.resolve("vic")
+    assert held.roles == sorted([a, b])
+    first, second = w.connect_owner(), w.connect_owner()
+    try:
+        first.execute("BEGIN")
+        first.execute("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, DT, a])
+        other = Runner(lambda: second.execute(
+            "SELECT remove_datatable_role(%s, %s, %s)", [w.ws, "shared", a]).fetchone())
+        other.start()
+        deadline = time.monotonic() + 5
+        while other.is_alive() and time.monotonic() < deadline:
+            row = w.su("postgres").execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                [second.info.backend_pid]).fetchone()
+            if row and row[0] == "Lock":
+                break
+            time.sleep(0.01)
+        first.execute("COMMIT")
+        other.finish()
+    finally:
+        first.close()
+        second.close()
+    assert other.error is None, other.error
+    assert _live_rows_holding(w, a_id) == []
+    assert login_error(w, held.login, held.password) is not None
     check_rows_authenticate(w)
