@@ -49,8 +49,8 @@ $$;
 -- transaction: PostgreSQL rewrites the database's pg_database row without
 -- waiting for a concurrent writer of it, and the second fails with XX000
 -- "tuple concurrently updated". The two-key form: a key space of its own
--- (the package's other advisory locks use one bigint key). Always the last
--- lock taken: after the roles' rows, the map rows and the login's lock.
+-- (the package's other advisory locks use one bigint key). Taken after the
+-- roles' rows, the map rows and the login's lock (docs/lifecycle.md).
 CREATE OR REPLACE FUNCTION datatable_roles.lock_database_access(p_dbname text)
 RETURNS void
 LANGUAGE sql

@@ -589,13 +589,23 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
+    held text;
     failed text [];
 BEGIN
     -- The role's row first, as retirement and every resolve take it: no
     -- resolve makes a login of it from here on, and none holds a lock this
-    -- drop takes later (lock_database_access in the moves) while waiting
-    -- for the row.
+    -- drop takes later while waiting for the row.
     PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
+    -- Then the locks of the logins holding it (retired below), before the
+    -- access-list locks of the moves: a sweep or rotation of one of them
+    -- (its lock, then an access-list lock) cannot wait for this drop while
+    -- it waits for them.
+    FOR held IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[target.id] ORDER BY s.login
+    LOOP
+        PERFORM datatable_roles.lock_set_login(held);
+    END LOOP;
     -- In sessions of their own: DROP OWNED there also revokes the role's
     -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);
