@@ -262,10 +262,11 @@ def test_resolve_racing_retirement(world):
     assert roles == sorted([a, b]) and authenticates(w, login, pw)
 
 
-@pytest.mark.parametrize("retirement", ["disable", "drop"])
+@pytest.mark.parametrize("retirement", ["disable", "drop", "remove"])
 def test_role_retired_while_its_set_login_is_being_made(world, retirement):
     """A resolve is between CREATE ROLE and its commit when the role is disabled (or
-    dropped): the retirement must see that login and retire it, not miss it."""
+    dropped, or taken out of the map): the retirement must see that login and retire it,
+    not miss it."""
     w = world
     a, b = w.a, w.b
     hold = FaultHold(w)
@@ -276,9 +277,12 @@ def test_role_retired_while_its_set_login_is_being_made(world, retirement):
         resolve = Runner(lambda: w.resolve("vic", conn=worker))
         resolve.start()
         hold.wait_for_victim()
-        statement = ("SELECT set_datatable_role_enabled(%s, false)" if retirement == "disable"
-                     else "SELECT drop_datatable_role(%s)")
-        retire = Runner(lambda: owner.execute(statement, [a]).fetchone())
+        statement, args = {
+            "disable": ("SELECT set_datatable_role_enabled(%s, false)", [a]),
+            "drop": ("SELECT drop_datatable_role(%s)", [a]),
+            "remove": ("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, DT, a]),
+        }[retirement]
+        retire = Runner(lambda: owner.execute(statement, args).fetchone())
         retire.start()
         # the retirement waits for the resolve (or, without that, finishes first)
         retire.join(1.0)
@@ -575,4 +579,159 @@ def test_remove_datatable_role_retires_the_logins_holding_it_on_that_database(
     report = w.sweep()  # no clock moved: retired for good is enough
     assert (report["examined"], report["dropped"], report["unfinished"]) == (2, 2, []), report
     assert not w.role_state(main_set.login)[0] and not w.role_state(main_a.login)[0]
+    check_rows_authenticate(w)
+
+
+# ---- a resolve racing a removal from the map (issue 21, item 10) ------------------------------
+
+def _wait_until_blocked(w, pid: int, timeout: float = 20.0) -> None:
+    """Until backend ``pid`` waits for a lock."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = w.su("postgres").execute(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"backend {pid} never waited for a lock")
+
+
+def _live_rows_holding(w, role_id: int) -> list[str]:
+    return [login for login, (pw, ids) in w.rows().items() if pw and role_id in ids]
+
+
+@pytest.mark.parametrize("login_before", ["none", "untouched"])
+def test_resolve_deciding_before_a_removal_commits_hands_out_no_login_holding_it(
+        world, login_before):
+    """A resolve reads the map (a is in it) while remove_datatable_role(a) is uncommitted,
+    and goes on to make (or take back) vic's set login after the removal committed. It must
+    not hand out, nor leave live, a login holding a: it fails with 40001 (retry), and the
+    next resolve gives b alone."""
+    w = world
+    a, b = w.a, w.b
+    a_id = w.call("SELECT id FROM datatable_roles.catalog_role WHERE name = %s", [a])[0][0]
+    if login_before == "untouched":
+        # a live login, last used more than touch_every ago: the resolve must touch it
+        first = w.resolve("vic")
+        w.advance_clock("2 days")
+    owner = w.connect_owner()
+    worker = w.connect_worker()
+    try:
+        owner.execute("BEGIN")
+        owner.execute("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, DT, a])
+        resolve = Runner(lambda: w.resolve("vic", conn=worker))
+        resolve.start()
+        _wait_until_blocked(w, worker.info.backend_pid)
+        owner.execute("COMMIT")
+        resolve.join(30)
+        assert not resolve.is_alive()
+    finally:
+        owner.close()
+        worker.close()
+    live = _live_rows_holding(w, a_id)
+    assert live == [], f"live logins still holding the removed role: {live}"
+    if resolve.error is None:
+        _db, login, pw, roles = resolve.result
+        assert a not in roles, f"handed out {login} holding the removed role {a}"
+    else:
+        assert getattr(resolve.error, "sqlstate", None) == "40001", resolve.error
+    if login_before == "untouched":
+        assert login_error(w, first.login, first.password) is not None
+    now = w.resolve("vic")
+    assert now.roles == [b] and authenticates(w, now.login, now.password)
+    check_rows_authenticate(w)
+
+
+# ---- first uses racing each other and the sweep on one database (issue 21, item 11) -----------
+
+FIRST_USE_ROLES = 6
+FIRST_USE_ROUNDS = 25
+
+
+def test_first_uses_and_sweeps_on_one_database_raise_only_documented_errors(world):
+    """Several one-role logins of one database are made (or taken back) at the same moment,
+    each granted CONNECT on it, while a sweep drops others there (REVOKE ALL ON DATABASE):
+    each writes the database's access list. Every resolve gets a login or 40001 (retry),
+    never XX000 "tuple concurrently updated"."""
+    w = world
+    roles = [w.new_role(f"f{i}") for i in range(FIRST_USE_ROLES)]
+    for r in roles:
+        w.set_tenants(DT, r, ["u/vic"])
+    errors: list[str] = []
+    made = {"ok": 0, "retry": 0}
+    conns = [w.connect_worker() for _ in roles]
+    sweeper = w.connect_owner()
+    try:
+        for rnd in range(FIRST_USE_ROUNDS):
+            barrier = threading.Barrier(len(roles) + 1)
+
+            def resolver(i):
+                barrier.wait()
+                try:
+                    w.resolve("vic", role=roles[i], conn=conns[i])
+                    made["ok"] += 1
+                except psycopg.Error as e:
+                    if e.sqlstate == "40001":
+                        made["retry"] += 1
+                    else:
+                        errors.append(f"{e.sqlstate}: {e}")
+
+            def sweep():
+                barrier.wait()
+                try:
+                    w.sweep(conn=sweeper, unused_for="0 seconds")
+                except psycopg.Error as e:
+                    errors.append(f"sweep: {e.sqlstate}: {e}")
+
+            threads = [Runner(lambda i=i: resolver(i)) for i in range(len(roles))]
+            threads.append(Runner(sweep))
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.finish(60)
+            assert [t.error for t in threads if t.error] == []
+            if rnd % 2:  # every other round takes back retired logins instead of making new ones
+                for r in roles:
+                    w.call("SELECT retire_role_set_logins_of(%s)", [r])
+    finally:
+        for conn in conns + [sweeper]:
+            conn.close()
+    assert errors == [], errors[:5]
+    assert made["ok"] > 0, made
+    check_rows_authenticate(w)
+
+
+def test_two_removals_of_a_role_on_one_database_retire_its_logins(world):
+    """a is in the maps of two data tables on one database, and vic's set login holds it.
+    Two owners take a out of each map at the same time: each saw the other's map row still
+    there, and neither retired the login. The second now waits for the first and retires."""
+    w = world
+    a, b = w.a, w.b
+    a_id = w.call("SELECT id FROM datatable_roles.catalog_role WHERE name = %s", [a])[0][0]
+    w.register("shared", tenants={a: ["u/vic"]}, default=None)
+    held = w.resolve("vic")
+    assert held.roles == sorted([a, b])
+    first, second = w.connect_owner(), w.connect_owner()
+    try:
+        first.execute("BEGIN")
+        first.execute("SELECT remove_datatable_role(%s, %s, %s)", [w.ws, DT, a])
+        other = Runner(lambda: second.execute(
+            "SELECT remove_datatable_role(%s, %s, %s)", [w.ws, "shared", a]).fetchone())
+        other.start()
+        deadline = time.monotonic() + 5
+        while other.is_alive() and time.monotonic() < deadline:
+            row = w.su("postgres").execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                [second.info.backend_pid]).fetchone()
+            if row and row[0] == "Lock":
+                break
+            time.sleep(0.01)
+        first.execute("COMMIT")
+        other.finish()
+    finally:
+        first.close()
+        second.close()
+    assert other.error is None, other.error
+    assert _live_rows_holding(w, a_id) == []
+    assert login_error(w, held.login, held.password) is not None
     check_rows_authenticate(w)

@@ -160,6 +160,7 @@ BEGIN
     WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
     -- Only the logins the package hands out, and the roles the operator
     -- grants CONNECT to, may connect to a data table's database.
+    PERFORM datatable_roles.lock_database_access(register_datatable.dbname);
     SELECT has_database_privilege('public', pd.oid, 'CONNECT') INTO public_connect
     FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
     IF public_connect THEN
@@ -313,6 +314,12 @@ BEGIN
                   HINT = 'Set its tenants to ''{}'' with set_datatable_role_tenants instead.';
     END IF;
     target := datatable_roles.require_role(remove_datatable_role.role);
+    -- The role's row first, as retirement and every resolve take it (then the
+    -- map rows, then each login's lock): a resolve making a login of it
+    -- finishes first and its login is retired below, or sees the removal;
+    -- and two removals of the role from data tables on one database run one
+    -- after the other, so the second sees the first's and retires.
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
     DELETE FROM datatable_roles.datatable_role AS m
     WHERE m.datatable_id = entry.id AND m.role_id = target.id;
     IF NOT FOUND THEN

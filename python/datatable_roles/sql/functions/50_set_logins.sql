@@ -43,6 +43,50 @@ AS $$
     SELECT pg_advisory_xact_lock(hashtextextended('datatable_roles.set_login:' || p_login, 0))
 $$;
 
+-- Serialises the package's changes to one database's access list (a set
+-- login's GRANT CONNECT, the sweep's and a role drop's REVOKE and DROP OWNED,
+-- register_datatable's REVOKE FROM PUBLIC), until the end of the
+-- transaction: PostgreSQL rewrites the database's pg_database row without
+-- waiting for a concurrent writer of it, and the second fails with XX000
+-- "tuple concurrently updated". The two-key form: a key space of its own
+-- (the package's other advisory locks use one bigint key). Taken after the
+-- roles' rows, the map rows and the login's lock (docs/lifecycle.md).
+CREATE OR REPLACE FUNCTION datatable_roles.lock_database_access(p_dbname text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT pg_catalog.pg_advisory_xact_lock(1262, pg_catalog.hashtext(p_dbname))
+$$;
+
+-- Locks what a login of these roles on this database rests on, in the order
+-- every path takes them (the roles' rows, then their map rows, then the
+-- login's lock): each role's row FOR SHARE and each of its map rows on the
+-- database FOR KEY SHARE. True when every role is still enabled and in the
+-- map of a data table on the database. Held to the commit, a disable, drop
+-- or removal either committed before (seen here) or waits for this
+-- transaction and then retires the login it made.
+CREATE OR REPLACE FUNCTION datatable_roles.lock_roles_still_usable(
+    p_dbname text, p_role_ids bigint[]
+)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    enabled_ids bigint [] := ARRAY(
+        SELECT r.id FROM datatable_roles.catalog_role AS r
+        WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE);
+    mapped_ids bigint [] := ARRAY(
+        SELECT m.role_id FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+        WHERE m.role_id = ANY(p_role_ids) AND d.dbname = p_dbname
+        ORDER BY m.role_id, m.datatable_id FOR KEY SHARE OF m);
+BEGIN
+    RETURN cardinality(enabled_ids) = cardinality(p_role_ids)
+        AND NOT EXISTS (SELECT FROM unnest(p_role_ids) AS i (id) WHERE NOT i.id = ANY(mapped_ids));
+END;
+$$;
+
 -- A login is intact when nobody but the package changed it: the package's
 -- attributes, no setting in its database or globally, and the verifier the
 -- package set (a script may ALTER ROLE CURRENT_USER PASSWORD or SET, and
@@ -260,6 +304,7 @@ BEGIN
                     THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
         END IF;
         -- Its one direct privilege: catalog roles have CONNECT nowhere.
+        PERFORM datatable_roles.lock_database_access(p_dbname);
         EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', p_dbname, p_login);
     EXCEPTION
         WHEN unique_violation OR duplicate_object THEN
@@ -303,15 +348,13 @@ BEGIN
     IF password IS NOT NULL THEN
         RETURN;
     END IF;
-    -- Lock the roles' catalog rows before the login's lock (the order
-    -- retirement takes them too): a role being disabled or dropped right now
-    -- is either seen here, and the resolve fails with a clear error, or waits
-    -- for this commit and then retires the login made here.
-    IF cardinality(ARRAY(
-        SELECT r.id FROM datatable_roles.catalog_role AS r
-        WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE
-    )) <> cardinality(p_role_ids) THEN
-        RAISE EXCEPTION 'a role of login % was disabled or dropped while resolving; retry', login
+    -- The decision was read before these locks: a role disabled, dropped or
+    -- taken out of the map since is seen here, and the resolve fails with a
+    -- clear error; one being so now waits for this commit and then retires
+    -- the login made here (lock_roles_still_usable).
+    IF NOT datatable_roles.lock_roles_still_usable(p_dbname, p_role_ids) THEN
+        RAISE EXCEPTION 'a role of login % was disabled, dropped or taken out of the map while resolving; retry',
+            login
             USING ERRCODE = 'serialization_failure';
     END IF;
     -- Serialise makers of this login (and the sweep and retirement of it);

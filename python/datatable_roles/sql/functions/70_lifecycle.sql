@@ -91,6 +91,21 @@ AS $$
     ORDER BY pd.datname
 $$;
 
+-- The databases on which a role holds privileges, by name: from the role's
+-- shared dependencies (one index scan), not from each database's access list.
+CREATE OR REPLACE FUNCTION datatable_roles.database_grants_of(p_role text)
+RETURNS TABLE (datname text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT pd.datname::text FROM pg_catalog.pg_shdepend AS sd
+    JOIN pg_catalog.pg_database AS pd ON pd.oid = sd.objid
+    WHERE sd.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+        AND sd.refobjid = pg_catalog.to_regrole(pg_catalog.quote_ident(p_role))
+        AND sd.classid = 'pg_catalog.pg_database'::pg_catalog.regclass
+        AND sd.deptype = 'a'
+    ORDER BY pd.datname
+$$;
+
 -- Takes back every privilege a role holds on databases (a scoped login's
 -- CONNECT): shared objects, which DROP OWNED in one database does not
 -- reach when the role owns nothing anywhere, and DROP ROLE refuses to leave.
@@ -105,15 +120,9 @@ AS $$
 DECLARE
     db text;
 BEGIN
-    FOR db IN
-        SELECT pd.datname FROM pg_shdepend AS sd
-        JOIN pg_database AS pd ON pd.oid = sd.objid
-        WHERE sd.refclassid = 'pg_authid'::regclass
-            AND sd.refobjid = to_regrole(quote_ident(p_role))
-            AND sd.classid = 'pg_database'::regclass
-            AND sd.deptype = 'a'
-        ORDER BY pd.datname
+    FOR db IN SELECT g.datname FROM datatable_roles.database_grants_of(p_role) AS g
     LOOP
+        PERFORM datatable_roles.lock_database_access(db);
         EXECUTE format('REVOKE ALL ON DATABASE %I FROM %I', db, p_role);
     END LOOP;
 END;
@@ -135,8 +144,15 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     db record;
+    granted text;
     failed text [] := '{}'::text [];
 BEGIN
+    -- DROP OWNED, in any database, also revokes the login's privileges on
+    -- every database (CONNECT): no first use may grant on those meanwhile
+    -- (lock_database_access), in the order revoke_database_grants takes them.
+    FOR granted IN SELECT g.datname FROM datatable_roles.database_grants_of(p_login) AS g LOOP
+        PERFORM datatable_roles.lock_database_access(granted);
+    END LOOP;
     FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
     LOOP
         BEGIN
@@ -573,8 +589,23 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
+    held text;
     failed text [];
 BEGIN
+    -- The role's row first, as retirement and every resolve take it: no
+    -- resolve makes a login of it from here on, and none holds a lock this
+    -- drop takes later while waiting for the row.
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
+    -- Then the locks of the logins holding it (retired below), before the
+    -- access-list locks of the moves: a sweep or rotation of one of them
+    -- (its lock, then an access-list lock) cannot wait for this drop while
+    -- it waits for them.
+    FOR held IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[target.id] ORDER BY s.login
+    LOOP
+        PERFORM datatable_roles.lock_set_login(held);
+    END LOOP;
     -- In sessions of their own: DROP OWNED there also revokes the role's
     -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);
