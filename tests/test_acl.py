@@ -4,7 +4,9 @@ read back as the logins viewers resolve to."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 
 import psycopg
 import pytest
@@ -50,6 +52,45 @@ def as_admin(w, *statements):
     with connect(w.login_conninfo(w.admin_login, w.admin_password)) as conn:
         for s in statements:
             conn.execute(s)
+
+
+@contextlib.contextmanager
+def hba_rejecting(w, login):
+    """pg_hba.conf with a first line that rejects ``login`` over TCP (as an operator's file
+    that lacks its line would), written as the superuser and reloaded; restored after."""
+    with w.cluster.connect_super() as conn:
+        path, original = conn.execute("SELECT current_setting('hba_file'),"
+                                      " pg_read_file(current_setting('hba_file'))").fetchone()
+
+    def write(text):
+        with w.cluster.connect_super() as conn:
+            with conn.transaction():
+                (oid,) = conn.execute("SELECT lo_from_bytea(0, convert_to(%s, 'UTF8'))",
+                                      [text]).fetchone()
+                conn.execute("SELECT lo_export(%s, %s)", [oid, path])
+                conn.execute("SELECT lo_unlink(%s)", [oid])
+            conn.execute("SELECT pg_reload_conf()")
+
+    def rejected():
+        try:
+            with connect(w.login_conninfo(login, w.admin_password)):
+                return False
+        except psycopg.OperationalError as e:
+            return "pg_hba.conf rejects" in str(e)
+
+    def wait_for(want):
+        deadline = time.monotonic() + 15
+        while rejected() != want:
+            assert time.monotonic() < deadline, "pg_hba.conf reload not seen"
+            time.sleep(0.05)
+
+    write(f'host all "{login}" 0.0.0.0/0 reject\nhost all "{login}" ::/0 reject\n' + original)
+    try:
+        wait_for(True)
+        yield
+    finally:
+        write(original)
+        wait_for(False)
 
 
 def codes(p):
@@ -98,7 +139,7 @@ def test_show_names_roles_as_the_package_does(make_world):
     db = show(w, {"database": True})
     assert db["kind"] == "database" and db["owner"] == "admin"
     # PostgreSQL 15 gives schema public to pg_database_owner: the admin login, here
-    assert {"schema": "public", "owner": "pg_database_owner"} in db["children"]
+    assert {"schema": "public", "owner": "admin"} in db["children"]
     assert any(g["role"] == "admin" and "CONNECT" in g["privileges"] for g in db["grants"])
     schema = show(w, {"schema": "public"})
     assert schema["kind"] == "schema"
@@ -229,7 +270,7 @@ def test_every_warning_fires(make_world):
                                               {"grant": ["CREATE"], "to": w.emea}))
     p = plan(w, {"schema": "public", "table": "open_rows"}, {"grant": ["SELECT"], "to": w.emea})
     assert {"public_grant", "rls_disabled"} <= set(codes(p))
-    p = plan(w, {"schema": "public", "table": "orders"}, {"grant": ["SELECT"], "to": w.emea})
+    p = plan(w, {"schema": "public", "table": "orders"}, {"grant": ["UPDATE"], "to": w.emea})
     assert codes(p) == []   # RLS enabled, no PUBLIC grant: nothing to say
     p = plan(w, {"schema": "public", "table": "definer_view"}, {"grant": ["SELECT"], "to": w.emea})
     assert codes(p) == ["view_not_invoker"]
@@ -472,8 +513,9 @@ def test_maintain_follows_the_server_version(make_world):
 
 def test_only_the_owner_and_its_grantees_edit_grants(make_world, uid):
     w = acme(make_world)
-    target, change = {"schema": "public", "table": "orders"}, {"grant": ["SELECT"], "to": w.us}
+    target, change = {"schema": "public", "table": "orders"}, {"grant": ["INSERT"], "to": w.us}
     shown = plan(w, target, change)["statements"]
+    assert shown
     with w.connect_worker() as worker:
         for q in ("SELECT datatable_acl('acme', 'main', '{\"database\": true}')",
                   "SELECT plan_datatable_acl('acme', 'main', '{\"database\": true}', '{}')"):
@@ -489,7 +531,7 @@ def test_only_the_owner_and_its_grantees_edit_grants(make_world, uid):
         result = apply(w, target, change, shown, conn=conn)
     assert w.call("SELECT applied_by FROM datatable_roles.acl_change WHERE id = %s",
                   [result["audit_id"]]) == [(editor,)]
-    assert reach(w, "bob", "public.orders")
+    assert reach(w, "bob", "public.orders", "INSERT")
 
 
 def test_no_password_in_the_server_log(cluster, make_world):
@@ -691,3 +733,127 @@ def test_an_unknown_role_with_nothing_near_gets_no_empty_suggestion(make_world):
         plan(w, {"schema": "public"}, {"grant": ["USAGE"], "to": "finance"})
     assert e.value.diag.message_hint == \
         "Put a catalog role in the map with set_datatable_role_tenants."
+
+
+# ---- what already holds is left out (issue 22) ----------------------------------------------
+
+def nothing_to_do(p):
+    return p["nothing_to_do"] is True and p["statements"] == [] and p["run_as"] == [] \
+        and "nothing_to_do" in codes(p)
+
+
+def test_a_grant_that_already_holds_plans_nothing_and_applies_nothing(make_world):
+    w = acme(make_world)
+    as_admin(w, "CREATE TABLE reports (id integer)", "CREATE SCHEMA sales",
+             "CREATE TABLE sales.a (id integer)", "CREATE TABLE sales.b (id integer)")
+    reports = {"schema": "public", "table": "reports"}
+    grant = {"grant": ["SELECT"], "to": w.emea}
+    first = plan(w, reports, grant)
+    assert first["nothing_to_do"] is False
+    apply(w, reports, grant, first["statements"])
+    assert audit_rows(w) == 1
+    before = acl_state(w)
+    again = plan(w, reports, grant)
+    assert nothing_to_do(again), again
+    message = next(x["message"] for x in again["warnings"] if x["code"] == "nothing_to_do")
+    assert w.emea in message and "SELECT" in message and "already" in message
+    result = apply(w, reports, grant, [])
+    assert result["applied"] == 0 and result["audit_id"] is None
+    assert audit_rows(w) == 1 and acl_state(w) == before
+    # the statements shown before it held are not what the plan is now: refused
+    with pytest.raises(errors.ObjectNotInPrerequisiteState, match="plan changed"):
+        apply(w, reports, grant, first["statements"])
+    assert audit_rows(w) == 1 and acl_state(w) == before
+    # a privilege it lacks keeps the statement (as asked: both privileges)
+    assert plan(w, reports, {"grant": ["SELECT", "INSERT"], "to": w.emea})["statements"] == [
+        f"GRANT SELECT, INSERT ON TABLE public.reports TO {w.emea}"]
+    # a revoke of nothing: nothing to do; of something held, the statement
+    assert nothing_to_do(plan(w, reports, {"revoke": ["INSERT", "UPDATE"], "from": w.emea}))
+    assert nothing_to_do(plan(w, reports, {"revoke": ["SELECT"], "from": w.us}))
+    assert plan(w, reports, {"revoke": ["SELECT", "INSERT"], "from": w.emea})["statements"] == [
+        f"REVOKE SELECT, INSERT ON TABLE public.reports FROM {w.emea}"]
+    # the schema, the database
+    plan_and_apply(w, {"schema": "sales"}, {"grant": ["USAGE"], "to": w.us})
+    assert nothing_to_do(plan(w, {"schema": "sales"}, {"grant": ["USAGE"], "to": w.us}))
+    assert nothing_to_do(plan(w, {"database": True}, {"grant": ["TEMP"], "to": "admin"}))
+    # every table of a schema: only those that lack it
+    as_admin(w, f'GRANT SELECT ON sales.a TO "{w.us}"')
+    all_tables = {"grant": ["SELECT"], "to": w.us, "on": "all tables"}
+    assert plan(w, {"schema": "sales"}, all_tables)["statements"] == [
+        f"GRANT SELECT ON TABLE sales.b TO {w.us}"]
+    plan_and_apply(w, {"schema": "sales"}, all_tables)
+    assert nothing_to_do(plan(w, {"schema": "sales"}, all_tables))
+    assert nothing_to_do(plan(w, {"schema": "sales"},
+                              {"revoke": ["SELECT"], "from": w.emea, "on": "all tables"}))
+    # default privileges: only the creators whose defaults lack it
+    future = {"grant": ["SELECT"], "to": w.us, "on": "future tables", "for": ["admin"]}
+    plan_and_apply(w, {"schema": "sales"}, future)
+    assert nothing_to_do(plan(w, {"schema": "sales"}, future))
+    both = plan(w, {"schema": "sales"}, {**future, "for": ["admin", w.emea]})
+    assert both["statements"] == [f"ALTER DEFAULT PRIVILEGES FOR ROLE {w.emea} IN SCHEMA sales"
+                                  f" GRANT SELECT ON TABLES TO {w.us}"]
+    assert nothing_to_do(plan(w, {"database": True}, {
+        "revoke": ["SELECT"], "from": w.us, "on": "future tables"}))
+    # an owner that owns it all already
+    assert nothing_to_do(plan(w, {"schema": "sales"}, {"owner": "admin"}))
+    rows, state = audit_rows(w), acl_state(w)
+    assert apply(w, {"schema": "sales"}, future, [])["audit_id"] is None
+    assert (audit_rows(w), acl_state(w)) == (rows, state)
+
+
+def test_a_grant_another_grantor_made_is_not_the_owners(make_world):
+    """The editor's statements run as the owner: a grant another role made does not count
+    as held (the owner's grant is still planned), and a revoke cannot take it back."""
+    w = acme(make_world)
+    as_admin(w, "CREATE TABLE reports (id integer)",
+             f'GRANT SELECT ON reports TO "{w.emea}" WITH GRANT OPTION')
+    as_viewer(w, "alice", f'GRANT SELECT ON public.reports TO "{w.us}"')
+    reports = {"schema": "public", "table": "reports"}
+    assert plan(w, reports, {"grant": ["SELECT"], "to": w.us})["statements"] == [
+        f"GRANT SELECT ON TABLE public.reports TO {w.us}"]
+    p = plan(w, reports, {"revoke": ["SELECT"], "from": w.us})
+    assert nothing_to_do(p)
+    message = next(x["message"] for x in p["warnings"] if x["code"] == "nothing_to_do")
+    assert "another grantor" in message
+
+
+def test_schema_public_shows_the_admin_login_as_owner(make_world):
+    w = acme(make_world)
+    owner = w.su(w.dbname).execute(
+        "SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'public'").fetchone()[0]
+    assert owner == "pg_database_owner"
+    schema = show(w, {"schema": "public"})
+    assert schema["owner"] == "admin"
+    assert "pg_database_owner" in schema["owner_note"]
+    by_role = {g["role"]: g for g in schema["grants"]}
+    assert by_role["admin"]["kind"] == "admin" and "CREATE" in by_role["admin"]["privileges"]
+    assert "pg_database_owner" not in by_role
+    db = show(w, {"database": True})
+    assert {"schema": "public", "owner": "admin"} in db["children"]
+    assert "owner_note" not in db
+
+
+def test_unknown_schema_or_table_hints_at_the_cli_and_the_sql(make_world):
+    w = acme(make_world)
+    with pytest.raises(errors.NoDataFound) as e:
+        show(w, {"schema": "public", "table": "nope"})
+    hint = e.value.diag.message_hint
+    assert f"datatable-roles acl show {WS} {DT} --schema public" in hint
+    assert "datatable_acl(" in hint
+    with pytest.raises(errors.NoDataFound) as e:
+        plan(w, {"schema": "nope"}, {"grant": ["USAGE"], "to": w.us})
+    hint = e.value.diag.message_hint
+    assert f"datatable-roles acl show {WS} {DT} --database" in hint and "datatable_acl(" in hint
+
+
+def test_an_admin_login_pg_hba_refuses_is_named_with_the_fix(make_world):
+    w = acme(make_world)
+    with hba_rejecting(w, w.admin_login):
+        with pytest.raises(errors.SqlclientUnableToEstablishSqlconnection) as e:
+            show(w, {"schema": "public"})
+    diag = e.value.diag
+    assert "pg_hba.conf" in (diag.message_detail or "")
+    assert w.admin_login in diag.message_primary
+    assert "pg_hba.conf" in diag.message_hint and "scram-sha-256" in diag.message_hint
+    assert "link_host" in diag.message_hint and "operating.md" in diag.message_hint
+    assert w.admin_password not in str(e.value)

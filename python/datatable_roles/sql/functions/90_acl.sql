@@ -228,12 +228,14 @@ END;
 $$;
 
 -- The package's name for a Postgres role in the entry's database: admin for
--- its admin login, anything else (catalog roles included) its own name.
+-- its admin login and for pg_database_owner (the database's owner, which
+-- register_datatable requires to be the admin login: it owns schema public
+-- on 15 and later), anything else (catalog roles included) its own name.
 CREATE OR REPLACE FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
-    SELECT CASE WHEN p_role = p_entry.admin_login THEN 'admin' ELSE p_role END
+    SELECT CASE WHEN p_role IN (p_entry.admin_login, 'pg_database_owner') THEN 'admin' ELSE p_role END
 $$;
 
 -- Which kind of role a grantee is: admin, catalog, PUBLIC or other.
@@ -244,7 +246,7 @@ RETURNS text
 LANGUAGE sql STABLE
 AS $$
     SELECT CASE WHEN p_public THEN 'PUBLIC'
-        WHEN p_role = p_entry.admin_login THEN 'admin'
+        WHEN p_role IN (p_entry.admin_login, 'pg_database_owner') THEN 'admin'
         WHEN EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.name = p_role)
             THEN 'catalog'
         ELSE 'other' END
@@ -264,7 +266,8 @@ AS $$
 $$;
 
 -- Raw grants (aclexplode rows, as the remote read returns them) folded per
--- grantee: [{role, kind, privileges, grantable}], roles by name.
+-- grantee as the package names it (every grantor's):
+-- [{role, kind, privileges, grantable}].
 CREATE OR REPLACE FUNCTION datatable_roles.acl_grants(
     p_entry datatable_roles.datatable, p_raw jsonb
 )
@@ -272,14 +275,15 @@ RETURNS jsonb
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(jsonb_agg(jsonb_build_object(
-        'role', CASE WHEN g.public THEN 'PUBLIC' ELSE datatable_roles.acl_label(p_entry, g.grantee) END,
-        'kind', datatable_roles.acl_role_kind(p_entry, g.grantee, g.public),
-        'privileges', g.privileges, 'grantable', g.grantable)
-        ORDER BY g.public DESC, datatable_roles.acl_label(p_entry, g.grantee) COLLATE "C"), '[]'::jsonb)
+        'role', g.label, 'kind', g.kind, 'privileges', g.privileges, 'grantable', g.grantable)
+        ORDER BY g.public DESC, g.label COLLATE "C"), '[]'::jsonb)
     FROM (
-        SELECT e ->> 'grantee' AS grantee, (e ->> 'public')::boolean AS public,
-            jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege') AS privileges,
-            coalesce(jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege')
+        SELECT (e ->> 'public')::boolean AS public,
+            CASE WHEN (e ->> 'public')::boolean THEN 'PUBLIC'
+                ELSE datatable_roles.acl_label(p_entry, e ->> 'grantee') END AS label,
+            min(datatable_roles.acl_role_kind(p_entry, e ->> 'grantee', (e ->> 'public')::boolean)) AS kind,
+            jsonb_agg(DISTINCT e ->> 'privilege' ORDER BY e ->> 'privilege') AS privileges,
+            coalesce(jsonb_agg(DISTINCT e ->> 'privilege' ORDER BY e ->> 'privilege')
                 FILTER (WHERE (e ->> 'grantable')::boolean), '[]'::jsonb) AS grantable
         FROM jsonb_array_elements(coalesce(p_raw, '[]'::jsonb)) AS e
         GROUP BY 1, 2
@@ -293,7 +297,8 @@ LANGUAGE sql IMMUTABLE
 AS $$
     SELECT format($q$(SELECT coalesce(jsonb_agg(jsonb_build_object(
         'grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END,
-        'public', a.grantee = 0, 'privilege', a.privilege_type, 'grantable', a.is_grantable)
+        'public', a.grantee = 0, 'grantor', pg_get_userbyid(a.grantor)::text,
+        'privilege', a.privilege_type, 'grantable', a.is_grantable)
         ORDER BY a.grantee, a.privilege_type), '[]'::jsonb) FROM aclexplode(%s) AS a)$q$, p_acl)
 $$;
 
@@ -572,6 +577,28 @@ $q$, p_schema, p_table, p_subject,
         datatable_roles.acl_live_sql())
 $$;
 
+-- Raises dblink's failure to connect (08001) again, naming who could not
+-- connect where and the usual cause: pg_hba.conf (docs/operating.md). The
+-- DETAIL stays libpq's reason, which never holds the password.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_unreachable(
+    p_entry datatable_roles.datatable, p_what text, p_login text, p_why text, p_state text
+)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    host text := (SELECT s.link_host FROM datatable_roles.settings AS s);
+BEGIN
+    RAISE EXCEPTION 'the grants editor could not connect to database % of data table %/% as its % %',
+        quote_literal(p_entry.dbname), p_entry.workspace, p_entry.name, p_what, quote_literal(p_login)
+        USING ERRCODE = p_state,
+              DETAIL = coalesce(nullif(btrim(p_why, E' \n'), ''), 'could not establish connection'),
+              HINT = format('The package reaches the data table''s database over dblink at settings.link_host (%s, port %s): as the admin login to read, as the link login to apply. pg_hba.conf must let both in with scram-sha-256 (docs/operating.md, the pg_hba.conf row); datatable-roles doctor checks it.',
+                  host, current_setting('port'));
+END;
+$$;
+
 -- Opens the named dblink session 'datatable_roles_acl' to the entry's
 -- database: as the admin login (p_as_link false: reading) or as the link
 -- login (applying). The connection string goes to dblink_connect as an
@@ -587,14 +614,21 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     link datatable_roles.link_credential;
+    why text;
+    state text;
 BEGIN
     IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
     END IF;
     IF p_as_link THEN
         SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
-        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-            datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+        BEGIN
+            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+                datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+        EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
+            GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login', link.login, why, state);
+        END;
     ELSE
         IF p_entry.admin_verifier IS NOT NULL
             AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
@@ -603,8 +637,13 @@ BEGIN
                 USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'admin_password',
                       HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
         END IF;
-        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-            datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+        BEGIN
+            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+                datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+        EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
+            GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
+        END;
     END IF;
     RETURN 'datatable_roles_acl';
 END;
@@ -620,6 +659,24 @@ BEGIN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
     END IF;
 END;
+$$;
+
+-- A word for a shell command line: as is when it is plain, else single-quoted.
+CREATE OR REPLACE FUNCTION datatable_roles.shell_word(p_word text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN p_word ~ '^[A-Za-z0-9_.,:/@%+=-]+$' THEN p_word
+        ELSE '''' || replace(p_word, '''', '''\''''') || '''' END
+$$;
+
+-- The CLI command that shows the entry's grants (a hint names it with the SQL call).
+CREATE OR REPLACE FUNCTION datatable_roles.acl_show_command(p_entry datatable_roles.datatable)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format('datatable-roles acl show %s %s', datatable_roles.shell_word(p_entry.workspace),
+        datatable_roles.shell_word(p_entry.name))
 $$;
 
 -- What the remote read sees for a (checked) target, read as the admin login,
@@ -659,14 +716,18 @@ BEGIN
             quote_literal(p_target ->> 'schema'), quote_literal(p_entry.dbname),
             p_entry.workspace, p_entry.name
             USING ERRCODE = 'no_data_found',
-                  HINT = 'datatable_acl(workspace, datatable, ''{"database": true}'') lists its schemas.';
+                  HINT = format('%s --database (SQL: datatable_acl(%L, %L, ''{"database": true}'')) lists its schemas.',
+                      datatable_roles.acl_show_command(p_entry), p_entry.workspace, p_entry.name);
     END IF;
     IF p_target ? 'table' AND jsonb_array_length(result -> 'relations') = 0 THEN
         RAISE EXCEPTION 'table % does not exist in schema % of data table %/%',
             quote_literal(p_target ->> 'table'), quote_literal(p_target ->> 'schema'),
             p_entry.workspace, p_entry.name
             USING ERRCODE = 'no_data_found',
-                  HINT = 'datatable_acl(workspace, datatable, ''{"schema": "<schema>"}'') lists its tables.';
+                  HINT = format('%s --schema %s (SQL: datatable_acl(%L, %L, %L)) lists its tables.',
+                      datatable_roles.acl_show_command(p_entry),
+                      datatable_roles.shell_word(p_target ->> 'schema'), p_entry.workspace, p_entry.name,
+                      jsonb_build_object('schema', p_target ->> 'schema')::text);
     END IF;
     RETURN result;
 END;
@@ -832,6 +893,48 @@ AS $$
     GROUP BY u.o ORDER BY min(u.i)
 $$;
 
+-- Whether a GRANT (p_action 'grant') or REVOKE of p_privileges to or from
+-- p_grantee would change nothing, given p_grants (raw grants, or default
+-- privileges): the grantee holds them all (a grant) or none of them (a
+-- revoke) from p_grantor, the owner (or creator) that the statement runs
+-- as and that PostgreSQL records as its grantor. Another grantor's grant is
+-- not the statement's to give or take.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_in_effect(
+    p_action text, p_privileges text[], p_grants jsonb, p_grantor text, p_grantee text
+)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN p_action = 'grant' THEN p_privileges <@ h.held ELSE NOT p_privileges && h.held END
+    FROM (
+        SELECT ARRAY(
+            SELECT e ->> 'privilege' FROM jsonb_array_elements(coalesce(p_grants, '[]'::jsonb)) AS e
+            WHERE NOT (e ->> 'public')::boolean AND e ->> 'grantee' = p_grantee
+                AND e ->> 'grantor' = p_grantor
+        ) AS held
+    ) AS h
+$$;
+
+-- The default privileges of p_creator for objects of p_objtype ('r', 'S',
+-- 'f', 'n') as raw grants: its pg_default_acl entry in the snapshot, or
+-- without one, database-wide, PostgreSQL's built-in default (the creator
+-- holds every privilege on what it creates, p_all).
+CREATE OR REPLACE FUNCTION datatable_roles.acl_defaults_of(
+    p_snapshot jsonb, p_creator text, p_objtype text, p_database boolean, p_all text[]
+)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT coalesce(
+        (SELECT a -> 'grants' FROM jsonb_array_elements(p_snapshot -> 'default_acl') AS a
+            WHERE a ->> 'for_role' = p_creator AND a ->> 'objtype' = p_objtype),
+        CASE WHEN p_database THEN (
+            SELECT jsonb_agg(jsonb_build_object('grantee', p_creator, 'grantor', p_creator,
+                'public', false, 'privilege', p))
+            FROM unnest(p_all) AS p) END,
+        '[]'::jsonb)
+$$;
+
 -- The plan of one change on one target (docs/acl.md): {target, change,
 -- statements, warnings}. Reads the data table's database, changes nothing.
 CREATE OR REPLACE FUNCTION datatable_roles.acl_plan(
@@ -861,6 +964,7 @@ DECLARE
     public_on text [] := '{}'::text [];
     no_rls text [] := '{}'::text [];
     not_invoker text [] := '{}'::text [];
+    in_effect text [] := '{}'::text [];   -- objects (creators) where the change holds already
     statements text [] := '{}'::text [];
     run_as text [] := '{}'::text [];
     owners text [] := '{}'::text [];
@@ -1041,7 +1145,7 @@ BEGIN
         RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
             'target', target, 'change', normalized, 'statements', to_jsonb(statements),
             'run_as', to_jsonb(array_fill(NULL::text, ARRAY[cardinality(statements)])),
-            'warnings', warnings);
+            'warnings', warnings, 'nothing_to_do', cardinality(statements) = 0);
     END IF;
 
     ---------------------------------------------------------------- grant / revoke
@@ -1065,8 +1169,13 @@ BEGIN
 
     IF on_what = 'target' THEN
         IF tkind = 'database' THEN
-            statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
-            run_as := run_as || p_entry.admin_login;
+            IF datatable_roles.acl_in_effect(action, privs, snap -> 'database' -> 'grants',
+                snap -> 'database' ->> 'owner', role_name) THEN
+                in_effect := in_effect || format('database %I', p_entry.dbname);
+            ELSE
+                statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
+                run_as := run_as || p_entry.admin_login;
+            END IF;
             IF snap -> 'database' -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || format('database %I', p_entry.dbname);
             END IF;
@@ -1076,10 +1185,15 @@ BEGIN
                     quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
                     USING ERRCODE = 'insufficient_privilege';
             END IF;
-            statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
-            -- pg_database_owner is the admin login here (it owns the database)
-            run_as := run_as || CASE WHEN snap -> 'schema' ->> 'owner' = 'pg_database_owner'
-                THEN p_entry.admin_login ELSE snap -> 'schema' ->> 'owner' END;
+            IF datatable_roles.acl_in_effect(action, privs, snap -> 'schema' -> 'grants',
+                snap -> 'schema' ->> 'owner', role_name) THEN
+                in_effect := in_effect || format('schema %I', target ->> 'schema');
+            ELSE
+                statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
+                -- pg_database_owner is the admin login here (it owns the database)
+                run_as := run_as || CASE WHEN snap -> 'schema' ->> 'owner' = 'pg_database_owner'
+                    THEN p_entry.admin_login ELSE snap -> 'schema' ->> 'owner' END;
+            END IF;
             IF snap -> 'schema' -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || format('schema %I', target ->> 'schema');
             END IF;
@@ -1091,9 +1205,13 @@ BEGIN
                     USING ERRCODE = 'insufficient_privilege';
             END IF;
             qualified := format('%I.%I', target ->> 'schema', target ->> 'table');
-            statements := statements || format(verb, privs_sql,
-                CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
-            run_as := run_as || (rel ->> 'owner');
+            IF datatable_roles.acl_in_effect(action, privs, rel -> 'grants', rel ->> 'owner', role_name) THEN
+                in_effect := in_effect || qualified;
+            ELSE
+                statements := statements || format(verb, privs_sql,
+                    CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
+                run_as := run_as || (rel ->> 'owner');
+            END IF;
             IF rel -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || qualified;
             END IF;
@@ -1108,6 +1226,9 @@ BEGIN
             FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'routines') AS e LOOP
                 IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
                     skipped := skipped || format('%s (owner %s)', item ->> 'identity', item ->> 'owner');
+                    CONTINUE;
+                ELSIF datatable_roles.acl_in_effect(action, privs, item -> 'grants', item ->> 'owner', role_name) THEN
+                    in_effect := in_effect || (item ->> 'identity');
                     CONTINUE;
                 END IF;
                 names := names || (item ->> 'identity');
@@ -1130,6 +1251,9 @@ BEGIN
                 IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
                     skipped := skipped || format('%s (owner %s)', qualified, item ->> 'owner');
                     CONTINUE;
+                ELSIF datatable_roles.acl_in_effect(action, privs, item -> 'grants', item ->> 'owner', role_name) THEN
+                    in_effect := in_effect || qualified;
+                    CONTINUE;
                 END IF;
                 names := names || qualified;
                 owners := owners || (item ->> 'owner');
@@ -1149,7 +1273,7 @@ BEGIN
                 run_as := run_as || grp.owner;
             END LOOP;
         END IF;
-        IF cardinality(names) = 0 THEN
+        IF cardinality(names) = 0 AND cardinality(in_effect) = 0 THEN
             warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
                 'schema %I has no %s the package can act on', target ->> 'schema', substr(on_what, 5)));
         END IF;
@@ -1178,6 +1302,14 @@ BEGIN
                 ORDER BY 1);
         END IF;
         FOREACH creator IN ARRAY creators LOOP
+            IF datatable_roles.acl_in_effect(action, privs, datatable_roles.acl_defaults_of(snap, creator,
+                CASE on_what WHEN 'future tables' THEN 'r' WHEN 'future sequences' THEN 'S'
+                    WHEN 'future functions' THEN 'f' ELSE 'n' END,
+                tkind = 'database', datatable_roles.acl_kind_privileges(object_kind, version)),
+                creator, role_name) THEN
+                in_effect := in_effect || datatable_roles.acl_label(p_entry, creator);
+                CONTINUE;
+            END IF;
             statements := statements || format('ALTER DEFAULT PRIVILEGES FOR ROLE %I%s %s',
                 creator,
                 CASE WHEN tkind = 'schema' THEN format(' IN SCHEMA %I', target ->> 'schema') ELSE '' END,
@@ -1242,6 +1374,16 @@ BEGIN
             'PUBLIC holds privileges on %s: every role reaches it, whatever is granted or revoked here',
             datatable_roles.acl_some(public_on)));
     END IF;
+    IF cardinality(statements) = 0 AND cardinality(in_effect) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
+            CASE action WHEN 'grant' THEN '%s holds %s already, %s'
+                ELSE '%s holds none of %s, %s: nothing to revoke (a grant another grantor made is not the owner''s to take back; datatable_acl shows every grant)' END,
+            datatable_roles.acl_label(p_entry, role_name), privs_sql,
+            CASE WHEN starts_with(on_what, 'future ')
+                THEN format('in the default privileges for %s created by %s', substr(on_what, 8),
+                    datatable_roles.acl_some(in_effect))
+                ELSE format('granted by the owner on %s', datatable_roles.acl_some(in_effect)) END));
+    END IF;
     normalized := jsonb_build_object(action, to_jsonb(privs),
         CASE action WHEN 'grant' THEN 'to' ELSE 'from' END, p_change -> CASE action WHEN 'grant' THEN 'to' ELSE 'from' END,
         'on', on_what);
@@ -1251,7 +1393,7 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
         'target', target, 'change', normalized, 'statements', to_jsonb(statements),
-        'run_as', to_jsonb(run_as), 'warnings', warnings);
+        'run_as', to_jsonb(run_as), 'warnings', warnings, 'nothing_to_do', cardinality(statements) = 0);
 END;
 $$;
 
@@ -1284,6 +1426,10 @@ BEGIN
         'owner', datatable_roles.acl_label(entry, obj ->> 'owner'),
         'grants', datatable_roles.acl_grants(entry, obj -> 'grants'),
         'server_version_num', (snap ->> 'version')::integer);
+    IF obj ->> 'owner' = 'pg_database_owner' THEN
+        result := result || jsonb_build_object('owner_note',
+            'owned by pg_database_owner, which is the database''s owner: the admin login');
+    END IF;
     IF tkind = 'table' THEN
         result := result || jsonb_build_object(
             'row_security', (obj ->> 'row_security')::boolean,
