@@ -149,8 +149,10 @@ def test_plan_prints_numbered_statements_then_warnings_and_changes_nothing(w, ca
     assert lines[0] == (f"Plan for data table {WS}/{DT}, relation public.reports: "
                         f"grant SELECT to {w.emea}")
     assert lines[1:3] == ["Statements (1):",
-                          f"  1. GRANT SELECT ON TABLE public.reports TO {w.emea}"]
-    assert lines[3] == "Warnings (1):" and lines[4].startswith("  - rls_disabled: ")
+                          f"  1. GRANT SELECT ON TABLE public.reports TO {w.emea}"
+                          f"  -- as {w.admin_login}"]
+    assert lines[3].startswith("  (-- as ROLE: the statement runs as the object's owner")
+    assert lines[4] == "Warnings (1):" and lines[5].startswith("  - rls_disabled: ")
     assert acl_state(w) == before and audit_rows(w) == 0
 
     # --json is plan_datatable_acl's result, and the JSON form of the change plans the same
@@ -165,7 +167,8 @@ def test_plan_prints_numbered_statements_then_warnings_and_changes_nothing(w, ca
 
 def test_plan_of_all_and_future_tables_and_an_owner(w, capsys):
     as_admin(w, "CREATE SCHEMA sales", "CREATE TABLE sales.a (id integer)",
-             "CREATE TABLE sales.b (id integer)")
+             "CREATE TABLE sales.b (id integer)",
+             f'ALTER DEFAULT PRIVILEGES IN SCHEMA sales GRANT SELECT ON TABLES TO "{w.us}"')
     code, data, _ = run_json(capsys, w, "acl", "plan", WS, DT, "--schema", "sales",
                              "--grant", "SELECT", "--to", w.us, "--on", "all-tables")
     assert code == 0 and data["statements"] == [
@@ -194,7 +197,8 @@ def test_apply_yes_applies_the_plan_shown_and_a_viewer_of_the_role_reads_the_row
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[1:3] == ["Statements (1):",
-                          f"  1. GRANT SELECT ON TABLE public.reports TO {w.emea}"]
+                          f"  1. GRANT SELECT ON TABLE public.reports TO {w.emea}"
+                          f"  -- as {w.admin_login}"]
     assert "  - rls_disabled: " in out
     (audit_id, statements), = w.call(
         "SELECT id, statements FROM datatable_roles.acl_change")
@@ -217,7 +221,7 @@ def test_apply_yes_applies_the_plan_shown_and_a_viewer_of_the_role_reads_the_row
     # an empty plan (admin owns reports already) asks nothing, applies and records nothing
     code, out, _ = run(capsys, w, "acl", "apply", WS, DT, "--schema", "public", "--table",
                        "reports", "--owner", "admin")
-    assert code == 0 and out.rstrip().endswith("Nothing applied: the plan is empty.")
+    assert code == 0 and out.rstrip().endswith("Nothing to do: nothing applied, no audit row written.")
     assert audit_rows(w) == 2
 
 
@@ -277,7 +281,8 @@ def test_apply_refuses_a_plan_that_changed_after_it_was_shown(w, capsys, monkeyp
     code, out, err = run(capsys, w, "acl", "apply", WS, DT, "--schema", "public", "--grant",
                          "SELECT", "--to", w.emea, "--on", "all-tables")
     assert code == 1
-    assert f"  1. GRANT SELECT ON TABLE public.one, public.orders TO {w.emea}" in out
+    # (orders is emea's already: only what it lacks is planned)
+    assert f"  1. GRANT SELECT ON TABLE public.one TO {w.emea}" in out
     assert "error: WrongState (55000): the plan changed since it was shown: nothing applied" in err
     assert "detail: 1 statements were shown, 1 are planned now; they differ from statement 1" \
         in err
@@ -314,6 +319,74 @@ def test_a_bad_role_or_privilege_is_a_clear_error_and_changes_nothing(w, capsys)
     code, _, err = run(capsys, w, "acl", "show", WS, "no_such_datatable", "--database")
     assert code == 1 and "UnknownObject (P0002)" in err
     assert acl_state(w) == before and audit_rows(w) == 0
+
+
+def test_apply_of_what_holds_already_says_nothing_to_do_and_records_nothing(w, capsys,
+                                                                            monkeypatch):
+    """SELECT on orders is the emea role's already: the plan is empty and says so, apply
+    asks nothing (even without a terminal), runs nothing and writes no audit row."""
+    before = acl_state(w)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))   # not a terminal, and no --yes
+    args = ("acl", "apply", WS, DT, "--schema", "public", "--table", "orders", "--grant",
+            "SELECT", "--to", w.emea)
+    code, out, err = run(capsys, w, *args)
+    assert (code, err) == (0, "")
+    assert "Statements: none (nothing to do)" in out
+    assert f"  - nothing_to_do: {w.emea} holds SELECT already" in out
+    assert out.rstrip().endswith("Nothing to do: nothing applied, no audit row written.")
+    code, data, _ = run_json(capsys, w, *args)
+    assert code == 0 and data["nothing_to_do"] is True
+    assert (data["statements"], data["applied"], data["audit_id"]) == ([], 0, None)
+    code, out, _ = run(capsys, w, "acl", "plan", WS, DT, "--schema", "public", "--table",
+                       "orders", "--revoke", "INSERT", "--from", w.emea)
+    assert code == 0 and "Statements: none (nothing to do)" in out
+    assert f"  - nothing_to_do: {w.emea} holds none of INSERT" in out
+    assert acl_state(w) == before and audit_rows(w) == 0
+
+
+def test_plan_shows_the_role_each_statement_runs_as(w, capsys):
+    as_admin(w, *REPORTS, "CREATE SCHEMA mixed", "CREATE TABLE mixed.a (id integer)",
+             "CREATE TABLE mixed.b (id integer)", f'GRANT USAGE ON SCHEMA mixed TO "{w.emea}"')
+    w.su(w.dbname).execute(f'ALTER TABLE mixed.b OWNER TO "{w.emea}"')
+    code, out, _ = run(capsys, w, "acl", "plan", WS, DT, "--schema", "mixed", "--grant",
+                       "SELECT", "--to", w.us, "--on", "all-tables")
+    assert code == 0
+    assert f"  1. GRANT SELECT ON TABLE mixed.a TO {w.us}  -- as {w.admin_login}" in out
+    assert f"  2. GRANT SELECT ON TABLE mixed.b TO {w.us}  -- as {w.emea}" in out
+    assert "runs as the object's owner" in out
+    # ALTER DEFAULT PRIVILEGES and ALTER ... OWNER TO run as the link login: no "-- as"
+    for change in (("--grant", "SELECT", "--to", w.us, "--on", "future-tables"),
+                   ("--table", "b", "--owner", "admin")):
+        code, out, _ = run(capsys, w, "acl", "plan", WS, DT, "--schema", "mixed", *change)
+        assert code == 0 and "  1. " in out and "-- as" not in out, out
+
+
+def test_show_of_schema_public_and_unknown_names(w, capsys):
+    code, out, _ = run(capsys, w, "acl", "show", WS, DT, "--schema", "public")
+    assert code == 0
+    assert ("  owner: admin (owned by pg_database_owner, which is the database's owner:"
+            " the admin login)") in out.splitlines()
+    assert "pg_database_owner  " not in out   # no grant row of its own: it is admin
+    code, _, err = run(capsys, w, "acl", "show", WS, DT, "--schema", "public", "--table",
+                       "nope")
+    assert code == 1 and "UnknownObject (P0002)" in err
+    assert (f"hint: datatable-roles acl show {WS} {DT} --schema public (SQL: datatable_acl("
+            f"'{WS}', '{DT}', '{{\"schema\": \"public\"}}')) lists its tables.") in err
+    code, _, err = run(capsys, w, "acl", "plan", WS, DT, "--schema", "it's", "--grant",
+                       "USAGE", "--to", w.us)
+    assert code == 1
+    assert f"hint: datatable-roles acl show {WS} {DT} --database (SQL: datatable_acl(" in err
+
+
+def test_show_names_pg_hba_when_the_admin_login_is_refused(w, capsys):
+    from test_acl import hba_rejecting
+    with hba_rejecting(w, w.admin_login):
+        code, _, err = run(capsys, w, "acl", "show", WS, DT, "--database")
+    assert code == 1
+    assert f"as its admin login '{w.admin_login}'" in err
+    assert "detail: " in err and "pg_hba.conf rejects connection" in err
+    assert "hint: " in err and "scram-sha-256" in err and "docs/operating.md" in err
+    assert w.admin_password not in err
 
 
 @pytest.mark.parametrize("argv, message", [

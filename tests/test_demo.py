@@ -121,8 +121,12 @@ def test_demo_plans_and_applies_a_grant(demo_output):
             " public --table region_targets --grant SELECT --to sales_emea") in s
     plan = s[s.index("Plan for data table acme/main"):].splitlines()
     assert plan[1:3] == ["Statements (1):",
-                         "  1. GRANT SELECT ON TABLE public.region_targets TO sales_emea"]
-    assert plan[3] == "Warnings (1):" and plan[4].startswith("  - rls_disabled: ")
+                         "  1. GRANT SELECT ON TABLE public.region_targets TO sales_emea"
+                         "  -- as main_admin"]
+    assert plan[3].startswith("  (-- as ROLE: the statement runs as the object's owner")
+    assert plan[4] == "Warnings (1):" and plan[5].startswith("  - rls_disabled: ")
+    assert "session as the object's owner (-- as ROLE), so the owner is the grantor" in s
+    assert "runs them as the package's link login" not in s
     assert "acl apply acme main --schema public --table region_targets --grant SELECT --to" \
         " sales_emea --yes" in s
     assert "Applied 1 statement(s) in one transaction; audit row 1 of" \

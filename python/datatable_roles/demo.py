@@ -448,7 +448,8 @@ class Demo:
             f"A migration adds table {NEW_TABLE}, as the admin login; no catalog role may read",
             f"it yet. The grants editor plans granting SELECT on it to {GRANTEE}: the exact",
             "statements and their warnings, changing nothing. The apply plans again, refuses if",
-            "the statements differ from those shown, runs them as the package's link login and",
+            "the statements differ from those shown, runs each in the package's link login's",
+            "session as the object's owner (-- as ROLE), so the owner is the grantor, and",
             "records them in datatable_roles.acl_change.")
         with self.cluster.connect_super(DT_DB) as conn:
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(DT_ADMIN)))

@@ -348,7 +348,8 @@ def render_acl(data: dict[str, Any]) -> str:
     target = data.get("target") or {}
     label = acl_target_label(target, data.get("kind"))
     out = [f"Data table {data.get('datatable')} (database {data.get('database')}): {label}",
-           f"  owner: {data.get('owner')}"]
+           f"  owner: {data.get('owner')}"
+           + (f" ({data['owner_note']})" if data.get("owner_note") else "")]
     if "row_security" in data:
         rls = "enabled" if data["row_security"] else "disabled"
         if data["row_security"] and data.get("force_row_security"):
@@ -384,7 +385,8 @@ def render_acl(data: dict[str, Any]) -> str:
 
 def render_acl_plan(plan: dict[str, Any]) -> str:
     """The text of ``acl plan`` from ``plan_datatable_acl``: the change as understood, the
-    numbered statements, then the warnings."""
+    numbered statements (each with ``-- as ROLE`` when it runs as an object's owner, not as
+    the link login itself: the plan's ``run_as``), then the warnings."""
     target = plan.get("target") or {}
     out = [f"Plan for data table {plan.get('datatable')}, {acl_target_label(target)}: "
            f"{acl_change_label(plan.get('change') or {})}"]
@@ -392,8 +394,14 @@ def render_acl_plan(plan: dict[str, Any]) -> str:
     if statements:
         out.append(f"Statements ({len(statements)}):")
         width = len(str(len(statements)))
+        run_as = plan.get("run_as") or []
         for i, statement in enumerate(statements, 1):
-            out.append(f"  {str(i).rjust(width)}. {statement}")
+            role = run_as[i - 1] if i <= len(run_as) else None
+            out.append(f"  {str(i).rjust(width)}. {statement}"
+                       + (f"  -- as {role}" if role else ""))
+        if any(run_as):
+            out.append("  (-- as ROLE: the statement runs as the object's owner ROLE, which "
+                       "PostgreSQL records as grantor; the others as the package's link login)")
     else:
         out.append("Statements: none (nothing to do)")
     warnings = plan.get("warnings") or []
@@ -410,6 +418,6 @@ def render_acl_applied(result: dict[str, Any]) -> str:
     """The last line of ``acl apply`` from ``apply_datatable_acl``'s result."""
     n = result.get("applied") or 0
     if not n:
-        return "Nothing applied: the plan is empty."
+        return "Nothing to do: nothing applied, no audit row written."
     return (f"Applied {n} statement(s) in one transaction; audit row {result.get('audit_id')}"
             " of datatable_roles.acl_change.")
