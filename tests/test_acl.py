@@ -857,3 +857,14 @@ def test_an_admin_login_pg_hba_refuses_is_named_with_the_fix(make_world):
     assert "pg_hba.conf" in diag.message_hint and "scram-sha-256" in diag.message_hint
     assert "link_host" in diag.message_hint and "operating.md" in diag.message_hint
     assert w.admin_password not in str(e.value)
+    # applying connects as the link login: refused the same way, nothing applied or recorded
+    link = w.call("SELECT login FROM datatable_roles.link_credential")[0][0]
+    target, change = {"schema": "public", "table": "orders"}, {"grant": ["INSERT"], "to": w.us}
+    shown = plan(w, target, change)["statements"]
+    before = acl_state(w)
+    with hba_rejecting(w, link):
+        with pytest.raises(errors.SqlclientUnableToEstablishSqlconnection) as e:
+            apply(w, target, change, shown)
+    assert f"as its link login '{link}'" in e.value.diag.message_primary
+    assert "pg_hba.conf" in e.value.diag.message_hint
+    assert acl_state(w) == before and audit_rows(w) == 0
