@@ -5,7 +5,7 @@
 \set test t220
 \ir lib/begin.psql
 
-SELECT plan(35);
+SELECT plan(38);
 
 -- Workspace ws, data table main (database t220_dt, admin login t220_admin),
 -- no default role: alice is a tenant of t220_emea, bob of t220_us.
@@ -219,6 +219,36 @@ SELECT is(pg_temp.rows_seen(:'j_bob', 'public.later'), '2', 'bob reads a table m
 SELECT is(
     pg_temp.can(:'j_alice', 'public.later', 'SELECT'), 'false',
     'alice does not'
+);
+
+------------------------------------------------------------------------------
+-- what holds already is left out: an empty plan, applied, records nothing
+------------------------------------------------------------------------------
+SELECT
+    plan_datatable_acl(
+        'ws', 'main', '{"schema": "public"}',
+        '{"grant": ["SELECT"], "to": "t220_us", "on": "future tables", "for": ["admin"]}'
+    ) AS again,
+    (SELECT count(*) FROM datatable_roles.acl_change) AS audits
+\gset
+SELECT ok(
+    (:'again'::jsonb ->> 'nothing_to_do')::boolean
+    AND :'again'::jsonb -> 'statements' = '[]'::jsonb
+    AND :'again'::jsonb -> 'warnings' @> '[{"code": "nothing_to_do"}]',
+    'the same default privileges again: no statement, nothing_to_do'
+);
+SELECT is(
+    apply_datatable_acl(
+        'ws', 'main', '{"schema": "public"}',
+        '{"grant": ["SELECT"], "to": "t220_us", "on": "future tables", "for": ["admin"]}',
+        '{}'::text[]
+    ) ->> 'applied',
+    '0',
+    'applying it runs nothing'
+);
+SELECT is(
+    (SELECT count(*) FROM datatable_roles.acl_change), :'audits'::bigint,
+    'and writes no audit row'
 );
 
 ------------------------------------------------------------------------------
