@@ -1376,7 +1376,11 @@ BEGIN
     END IF;
     IF cardinality(statements) = 0 AND cardinality(in_effect) > 0 THEN
         warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
-            CASE action WHEN 'grant' THEN '%s holds %s already, %s'
+            CASE WHEN action = 'grant' THEN '%s holds %s already, %s'
+                WHEN starts_with(on_what, 'future ') AND tkind = 'schema'
+                    THEN '%s holds none of %s, %s: nothing to revoke here (default privileges in a schema only add to the database-wide ones: revoke those on the database target)'
+                WHEN starts_with(on_what, 'future ')
+                    THEN '%s holds none of %s, %s: nothing to revoke'
                 ELSE '%s holds none of %s, %s: nothing to revoke (a grant another grantor made is not the owner''s to take back; datatable_acl shows every grant)' END,
             datatable_roles.acl_label(p_entry, role_name), privs_sql,
             CASE WHEN starts_with(on_what, 'future ')
