@@ -797,7 +797,8 @@ def test_a_grant_that_already_holds_plans_nothing_and_applies_nothing(make_world
     as_admin(w, f'ALTER DEFAULT PRIVILEGES GRANT SELECT ON SEQUENCES TO "{w.us}"')
     p = plan(w, {"schema": "sales"}, {"revoke": ["SELECT"], "from": w.us,
                                       "on": "future sequences", "for": ["admin"]})
-    assert nothing_to_do(p) and "revoke those on the database target" in p["warnings"][-1]["message"]
+    assert nothing_to_do(p)
+    assert "revoke those on the database target" in p["warnings"][-1]["message"]
     assert plan(w, {"database": True}, {"revoke": ["SELECT"], "from": w.us,
                                         "on": "future sequences", "for": ["admin"]})[
         "statements"] == [f"ALTER DEFAULT PRIVILEGES FOR ROLE {w.admin_login} REVOKE SELECT"

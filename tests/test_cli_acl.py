@@ -221,7 +221,8 @@ def test_apply_yes_applies_the_plan_shown_and_a_viewer_of_the_role_reads_the_row
     # an empty plan (admin owns reports already) asks nothing, applies and records nothing
     code, out, _ = run(capsys, w, "acl", "apply", WS, DT, "--schema", "public", "--table",
                        "reports", "--owner", "admin")
-    assert code == 0 and out.rstrip().endswith("Nothing to do: nothing applied, no audit row written.")
+    assert code == 0
+    assert out.rstrip().endswith("Nothing to do: nothing applied, no audit row written.")
     assert audit_rows(w) == 2
 
 
