@@ -1512,6 +1512,10 @@ BEGIN
     entry := datatable_roles.acl_entry(apply_datatable_acl.workspace, apply_datatable_acl.datatable);
     -- One apply at a time per database: the second plans after the first committed.
     PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.acl:' || entry.dbname, 0));
+    -- A GRANT or REVOKE on the database rewrites its access list, as first
+    -- uses and the sweep do: PostgreSQL fails one of two such writers at once
+    -- with XX000 "tuple concurrently updated" (docs/lifecycle.md, locks).
+    PERFORM datatable_roles.lock_database_access(entry.dbname);
     plan := datatable_roles.acl_plan(entry, apply_datatable_acl.target, apply_datatable_acl.change);
     planned := ARRAY(SELECT jsonb_array_elements_text(plan -> 'statements'));
     run_as := ARRAY(SELECT jsonb_array_elements_text(plan -> 'run_as'));
