@@ -194,6 +194,44 @@ def test_a_setting_a_login_gives_itself_is_gone_at_the_next_resolve(world, kind,
     assert not authenticates(w, r.login, r.password)
 
 
+# The two settings PostgreSQL refuses to set or reset inside a SECURITY DEFINER function
+# (what resolve runs in), each as the login's own name for it: one of its roles, or itself.
+IDENTITY_SETTINGS = {
+    "role": lambda r: r.roles[-1],
+    "session_authorization": lambda r: r.login,
+}
+
+
+@KINDS
+@pytest.mark.parametrize("where", ["global", "in_database"])
+@pytest.mark.parametrize("setting", list(IDENTITY_SETTINGS))
+def test_a_role_or_session_authorization_a_login_gives_itself_is_gone_at_the_next_resolve(
+        world, kind, where, setting):
+    """Issue 21 item 8: `ALTER ROLE CURRENT_USER SET role = ...` (or session_authorization)
+    made every resolve of the login fail with 42501 until a sweep."""
+    w = world
+    attacker, other, rows = SHARED[kind]
+    r = w.resolve(attacker)
+    value = IDENTITY_SETTINGS[setting](r)
+    with script(w, r) as conn:
+        scope = sql.SQL("IN DATABASE {} ").format(sql.Identifier(r.dbname)) \
+            if where == "in_database" else sql.SQL("")
+        alter_self(conn, scope + sql.SQL("SET {} = {}").format(sql.Identifier(setting),
+                                                               sql.Literal(value)))
+    expected_db = r.dbname if where == "in_database" else None
+    assert role_settings(w, r.login) == [(expected_db, [f"{setting}={value}"])], \
+        "the attack did not stick: nothing to heal"
+
+    healed = w.resolve(other)
+    assert healed.login == r.login and healed.password != r.password
+    assert role_settings(w, r.login) == []
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+        assert conn.execute("SELECT session_user").fetchone() == (r.login,)
+    assert not authenticates(w, r.login, r.password)
+    assert w.resolve(attacker) == healed
+
+
 @KINDS
 def test_a_setting_a_login_gives_itself_in_another_database_is_healed_by_the_sweep(
         world, kind, meta_db):

@@ -189,6 +189,82 @@ BEGIN
 END;
 $$;
 
+-- Whether the login has a setting PostgreSQL refuses to set or reset inside
+-- a SECURITY DEFINER function (role, session_authorization), in any
+-- database: resolve runs in one, so its RESET ALL would fail (42501).
+CREATE OR REPLACE FUNCTION datatable_roles.has_identity_setting(p_login text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_db_role_setting AS rs
+        JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+        CROSS JOIN LATERAL unnest(rs.setconfig) AS c (item)
+        WHERE pr.rolname = p_login
+            AND (c.item LIKE 'role=%' OR c.item LIKE 'session\_authorization=%')
+    )
+$$;
+
+-- Removes a login's role and session_authorization settings (and every
+-- other setting it has, in every database) as the login itself, in a
+-- session of its own, outside any SECURITY DEFINER function: a role may
+-- reset its own settings there. It logs in with the password of its row
+-- (the heal's new one is not committed yet); the startup options override
+-- whatever its settings say (a role, a read-only default, a tiny timeout).
+-- Returns whether it ran; when the row's password no longer logs in (the
+-- script also changed it), make_login's own RESET ALL is left to do it,
+-- which works outside a SECURITY DEFINER function (the sweep) and fails in
+-- resolve. Only called when such a setting exists: not on the hot path.
+CREATE OR REPLACE FUNCTION datatable_roles.reset_identity_settings(p_login text, p_dbname text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    known text;
+    resets text;
+BEGIN
+    IF NOT datatable_roles.has_identity_setting(p_login) THEN
+        RETURN false;
+    END IF;
+    SELECT s.password INTO known FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password <> '';
+    IF known IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT pg_catalog.string_agg(CASE WHEN rs.setdatabase = 0
+            THEN pg_catalog.format('ALTER ROLE %I RESET ALL', p_login)
+            ELSE pg_catalog.format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, pd.datname)
+        END, '; ')
+    INTO resets
+    FROM pg_catalog.pg_db_role_setting AS rs
+    JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+    LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
+    WHERE pr.rolname = p_login AND (rs.setdatabase = 0 OR pd.datname IS NOT NULL);
+    IF 'datatable_roles_self' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    END IF;
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_self',
+            datatable_roles.conninfo_for(p_dbname, p_login, known) || ' options='
+            || datatable_roles.conninfo_value('-c role=none -c default_transaction_read_only=off'
+                || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
+                || ' -c idle_in_transaction_session_timeout=0'));
+    EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
+        OR invalid_authorization_specification THEN
+        RETURN false;
+    END;
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_self', resets);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+        RAISE;
+    END;
+    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    RETURN true;
+END;
+$$;
+
 -- Makes or takes back the login of a row-to-be, under the login's lock, and
 -- returns its new password: created with exactly its roles, the login group
 -- and CONNECT on its one database; or, when it exists (retired, swept
@@ -230,6 +306,8 @@ BEGIN
         END IF;
         IF taken.rolname IS NOT NULL THEN
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
+            PERFORM datatable_roles.reset_identity_settings(p_login, p_dbname);
+            taken.rolconfig := (SELECT pr.rolconfig FROM pg_roles AS pr WHERE pr.oid = taken.oid);
             IF taken.rolconfig IS NOT NULL THEN
                 EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
             END IF;
