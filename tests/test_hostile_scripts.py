@@ -233,6 +233,56 @@ def test_a_role_or_session_authorization_a_login_gives_itself_is_gone_at_the_nex
 
 
 @KINDS
+@pytest.mark.parametrize("setting", list(IDENTITY_SETTINGS))
+def test_a_login_that_sets_its_role_and_changes_its_password_is_healed_at_the_next_resolve(
+        world, kind, setting):
+    """The package cannot log in as the login to reset the setting: it is made again."""
+    w = world
+    attacker, other, rows = SHARED[kind]
+    r = w.resolve(attacker)
+    private = "mine-" + secrets.token_hex(8)
+    with script(w, r) as conn:
+        alter_self(conn, sql.SQL("SET {} = {}").format(
+            sql.Identifier(setting), sql.Literal(IDENTITY_SETTINGS[setting](r))))
+        alter_self(conn, sql.SQL("IN DATABASE {} SET {} = {}").format(
+            sql.Identifier(r.dbname), sql.Identifier(setting),
+            sql.Literal(IDENTITY_SETTINGS[setting](r))))
+        alter_self(conn, sql.SQL("PASSWORD {}").format(sql.Literal(private)))
+    assert len(role_settings(w, r.login)) == 2
+
+    healed = w.resolve(other)
+    assert healed.login == r.login and healed.roles == r.roles
+    assert role_settings(w, r.login) == []
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+        assert conn.execute("SELECT session_user").fetchone() == (r.login,)
+    assert not authenticates(w, r.login, private)
+    assert w.resolve(attacker) == healed
+
+
+@KINDS
+def test_a_role_setting_a_login_gives_itself_in_another_database_is_healed_by_the_sweep(
+        world, kind):
+    w = world
+    attacker, other, rows = SHARED[kind]
+    r = w.resolve(attacker)
+    with script(w, r) as conn:
+        alter_self(conn, sql.SQL("IN DATABASE postgres SET role = {}").format(
+            sql.Literal(r.roles[-1])))
+        alter_self(conn, sql.SQL("IN DATABASE postgres SET session_authorization = {}").format(
+            sql.Literal(r.login)))
+    assert [db for db, _ in role_settings(w, r.login)] == ["postgres"]
+
+    report = w.sweep()
+    assert report["healed"] == 1, report
+    assert report["unfinished"] == [], report
+    assert role_settings(w, r.login) == []
+    healed = w.resolve(other)
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+
+
+@KINDS
 def test_a_setting_a_login_gives_itself_in_another_database_is_healed_by_the_sweep(
         world, kind, meta_db):
     w = world

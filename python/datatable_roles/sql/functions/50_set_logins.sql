@@ -211,11 +211,8 @@ $$;
 -- reset its own settings there. It logs in with the password of its row
 -- (the heal's new one is not committed yet); the startup options override
 -- whatever its settings say (a role, a read-only default, a tiny timeout).
--- Returns whether it ran; when the row's password no longer logs in (the
--- script also changed it), make_login's own RESET ALL is left to do it,
--- which works outside a SECURITY DEFINER function (the sweep) and fails in
--- resolve. Only called when such a setting exists: not on the hot path.
-CREATE OR REPLACE FUNCTION datatable_roles.reset_identity_settings(p_login text, p_dbname text)
+-- Returns whether it ran (false when the row's password no longer logs in).
+CREATE OR REPLACE FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_dbname text)
 RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -224,9 +221,6 @@ DECLARE
     known text;
     resets text;
 BEGIN
-    IF NOT datatable_roles.has_identity_setting(p_login) THEN
-        RETURN false;
-    END IF;
     SELECT s.password INTO known FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login AND s.password <> '';
     IF known IS NULL THEN
@@ -265,6 +259,63 @@ BEGIN
 END;
 $$;
 
+-- Before make_login takes back a login: removes its role and
+-- session_authorization settings (issue 21), so that a resolve never fails
+-- on them. The package owner's RESET ALL works outside a SECURITY DEFINER
+-- function (the sweep); in resolve, the login resets them itself
+-- (reset_settings_as_login); when its password was changed too, the login is
+-- dropped (with every setting) to be made again, unless it owns something
+-- (then the sweep heals it). Returns whether it dropped the login. Only
+-- reached on the heal path: nothing on the hot path.
+CREATE OR REPLACE FUNCTION datatable_roles.clear_identity_settings(p_login text, p_dbname text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF NOT datatable_roles.has_identity_setting(p_login) THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
+        PERFORM datatable_roles.reset_database_settings(p_login);
+        RETURN false;
+    EXCEPTION WHEN insufficient_privilege THEN
+        NULL;  -- inside a SECURITY DEFINER function
+    END;
+    IF datatable_roles.reset_settings_as_login(p_login, p_dbname) THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        PERFORM datatable_roles.revoke_database_grants(p_login);
+        PERFORM datatable_roles.drop_login(p_login);
+        RETURN true;
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RETURN false;
+    END;
+END;
+$$;
+
+-- ALTER ROLE ... IN DATABASE ... RESET ALL wherever the login has settings.
+CREATE OR REPLACE FUNCTION datatable_roles.reset_database_settings(p_login text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    db text;
+BEGIN
+    FOR db IN
+        SELECT pd.datname FROM pg_db_role_setting AS rs
+        JOIN pg_roles AS pr ON pr.oid = rs.setrole
+        JOIN pg_database AS pd ON pd.oid = rs.setdatabase
+        WHERE pr.rolname = p_login
+    LOOP
+        EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
+    END LOOP;
+END;
+$$;
+
 -- Makes or takes back the login of a row-to-be, under the login's lock, and
 -- returns its new password: created with exactly its roles, the login group
 -- and CONNECT on its one database; or, when it exists (retired, swept
@@ -282,12 +333,14 @@ DECLARE
     taken pg_roles;
     names text [] := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
         WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
-    db text;
 BEGIN
     password := datatable_roles.new_password();
     verifier := datatable_roles.verifier_for(password);
     BEGIN
         SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
+        IF taken.rolname IS NOT NULL AND datatable_roles.clear_identity_settings(p_login, p_dbname) THEN
+            taken := NULL;  -- dropped: made again below
+        END IF;
         IF taken.rolname IS NOT NULL AND datatable_roles.guard_changes_roles() THEN
             -- 16+: through the superuser step's guard, which checks the owner's
             -- ADMIN OPTION with one lookup (guard_changes_roles).
@@ -306,18 +359,10 @@ BEGIN
         END IF;
         IF taken.rolname IS NOT NULL THEN
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
-            PERFORM datatable_roles.reset_identity_settings(p_login, p_dbname);
-            taken.rolconfig := (SELECT pr.rolconfig FROM pg_roles AS pr WHERE pr.oid = taken.oid);
             IF taken.rolconfig IS NOT NULL THEN
                 EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
             END IF;
-            FOR db IN
-                SELECT pd.datname FROM pg_db_role_setting AS rs
-                JOIN pg_database AS pd ON pd.oid = rs.setdatabase
-                WHERE rs.setrole = taken.oid
-            LOOP
-                EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
-            END LOOP;
+            PERFORM datatable_roles.reset_database_settings(p_login);
             PERFORM datatable_roles.reset_memberships(p_login, names);
         ELSIF datatable_roles.guard_changes_roles() THEN
             PERFORM datatable_roles_guard.create_login(p_login, verifier, names,
