@@ -81,6 +81,7 @@ def documented_hba(w, uid: str, socket_line: bool = True):
     c = w.cluster
     own = ",".join([c.owner, c.worker, link])
     lines = [
+        f"local  all  {own}  scram-sha-256",
         f"host  all  {own}  127.0.0.1/32  scram-sha-256",
         f"host  {w.dbname}  {w.admin_login}  127.0.0.1/32  scram-sha-256",
         f"host  {w.dbname}  +{group}  all  scram-sha-256",

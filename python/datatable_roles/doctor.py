@@ -950,7 +950,8 @@ def _hba_lines(ctx: _Context, workers: Sequence[str]) -> str:
     link = ctx.link_login or "<link login>"
     own = ",".join(_hba_name(n) for n in [ctx.package_owner, *workers, link])
     dbs = ",".join(_hba_name(d) for d in ctx.databases) or "<data table databases>"
-    lines = [f"host  all  {own}  {_hba_cidr(host)}  scram-sha-256"]
+    lines = [f"local  all  {own}  scram-sha-256",
+             f"host  all  {own}  {_hba_cidr(host)}  scram-sha-256"]
     for d in ctx.datatables:
         lines.append(f"host  {_hba_name(d['dbname'])}  {_hba_name(d['admin_login'])}  "
                      f"{_hba_cidr(host)}  scram-sha-256")
