@@ -686,8 +686,8 @@ def _wait_for(check, what: str, timeout: float = 15.0) -> None:
 def login_group_rule(w: World, uid: str):
     """The operator's pg_hba.conf lines of docs/trust.md, before every other line: the
     owner's, the worker's and the link login's own lines (names as `status` shows them),
-    then the login group refused on postgres, template1 and the metadata database; for the
-    socket as for TCP. Restored, and reloaded, when the block ends. A probe login in the group
+    the login group let into the data table database, then refused everywhere else, naming
+    no database; for the socket as for TCP. Restored, and reloaded, when the block ends. A probe login in the group
     tells when the postmaster has loaded each version."""
     c = w.cluster
     report = status(w)
@@ -697,12 +697,13 @@ def login_group_rule(w: World, uid: str):
     probe_pw = plain_login(w, probe)
     w.su("postgres").execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group),
                                                               sql.Identifier(probe)))
-    refused = f"postgres,template1,{w.meta.name}"
     lines = [
         f"local all {accepted} scram-sha-256",
         f"host all {accepted} 127.0.0.1/32 scram-sha-256",
-        f"local {refused} +{group} reject",
-        f"host {refused} +{group} all reject",
+        f"local {w.dbname} +{group} scram-sha-256",
+        f"host {w.dbname} +{group} all scram-sha-256",
+        f"local all +{group} reject",
+        f"host all +{group} all reject",
     ]
     path, original = _hba_file(c)
 
