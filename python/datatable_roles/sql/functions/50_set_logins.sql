@@ -201,7 +201,7 @@ AS $$
         JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
         CROSS JOIN LATERAL unnest(rs.setconfig) AS c (item)
         WHERE pr.rolname = p_login
-            AND (c.item LIKE 'role=%' OR c.item LIKE 'session\_authorization=%')
+            AND (c.item ILIKE 'role=%' OR c.item ILIKE 'session\_authorization=%')
     )
 $$;
 
