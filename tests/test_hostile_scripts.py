@@ -260,6 +260,29 @@ def test_a_login_that_sets_its_role_and_changes_its_password_is_healed_at_the_ne
     assert w.resolve(attacker) == healed
 
 
+def test_a_login_that_sets_its_role_changes_its_password_and_owns_something_is_named(world):
+    """The limit: such a login can be neither reset as itself nor dropped, so the resolve
+    says so (55000, CONSTRAINT login_settings) instead of a misleading 42501, and the sweep
+    takes it back."""
+    w = world
+    attacker, other, rows = SHARED["set"]
+    r = w.resolve(attacker)
+    with script(w, r) as conn:
+        conn.execute("CREATE TEMP TABLE kept (x integer)")  # owned while this session lives
+        alter_self(conn, sql.SQL("SET role = {}").format(sql.Literal(r.roles[-1])))
+        alter_self(conn, sql.SQL("PASSWORD {}").format(sql.Literal("mine-" + secrets.token_hex(8))))
+        with pytest.raises(errors.ObjectNotInPrerequisiteState) as e:
+            w.resolve(other)
+        assert e.value.diag.constraint_name == "login_settings"
+        assert "sweep" in e.value.diag.message_hint
+        report = w.sweep()
+    assert report["healed"] == 1, report
+    assert role_settings(w, r.login) == []
+    healed = w.resolve(other)
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+
+
 @KINDS
 def test_a_role_setting_a_login_gives_itself_in_another_database_is_healed_by_the_sweep(
         world, kind):

@@ -265,7 +265,7 @@ $$;
 -- function (the sweep); in resolve, the login resets them itself
 -- (reset_settings_as_login); when its password was changed too, the login is
 -- dropped (with every setting) to be made again, unless it owns something
--- (then the sweep heals it). Returns whether it dropped the login. Only
+-- (then 55000: the sweep heals it). Returns whether it dropped the login. Only
 -- reached on the heal path: nothing on the hot path.
 CREATE OR REPLACE FUNCTION datatable_roles.clear_identity_settings(p_login text, p_dbname text)
 RETURNS boolean
@@ -291,7 +291,10 @@ BEGIN
         PERFORM datatable_roles.drop_login(p_login);
         RETURN true;
     EXCEPTION WHEN dependent_objects_still_exist THEN
-        RETURN false;
+        RAISE EXCEPTION 'login % gave itself a role or session_authorization setting and a'
+            ' password of its own, and owns objects: only the sweep can take it back', p_login
+            USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'login_settings',
+                  HINT = 'As the package owner: CALL sweep_unused_role_set_logins(NULL);';
     END;
 END;
 $$;
