@@ -4,10 +4,14 @@ fix, and applying that fix makes the install healthy again. Failed checks never 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import secrets
+import time
 import uuid
 
 import pytest
+import psycopg
 from psycopg import sql
 
 from datatable_roles.doctor import Check, DoctorReport, HbaRule, hba_first_match, run_doctor
@@ -17,17 +21,101 @@ from datatable_roles.scram import scram_sha256_verifier
 from support import ACME, DT, WS
 
 ALL_CHECKS = ["owner", "bootstrap", "migrations", "functions_digest", "worker_grants",
-              "datatable_link", "admin_password", "connect_grants", "pg_hba", "policies"]
+              "datatable_link", "admin_password", "connect_grants", "pg_hba", "login_reach",
+              "policies"]
 
 
 @pytest.fixture
-def env(make_world):
-    """support.ACME with a one-role login (alice) and a set login (carol) handed out."""
+def bare_env(make_world):
+    """support.ACME with a one-role login (alice) and a set login (carol) handed out, under
+    the throwaway cluster's pg_hba.conf (which lets every login in everywhere)."""
     w = make_world(**ACME)
     w.owner.set_datatable_default_role(WS, DT, None)
     w.worker.resolve(w.job("alice"), DT)
     w.worker.resolve(w.job("carol"), DT)
     return w
+
+
+@pytest.fixture
+def env(bare_env, uid):
+    """bare_env with docs/trust.md's pg_hba.conf lines for its instance in place."""
+    with documented_hba(bare_env, uid):
+        yield bare_env
+
+
+def _hba_file(cluster) -> tuple[str, str]:
+    with cluster.connect_super() as conn:
+        return conn.execute("SELECT current_setting('hba_file'),"
+                            " pg_read_file(current_setting('hba_file'))").fetchone()
+
+
+def _write_hba(cluster, path: str, text: str) -> None:
+    """pg_hba.conf written by the server (lo_export), checked to parse, and reloaded."""
+    with cluster.connect_super() as conn:
+        with conn.transaction():
+            (oid,) = conn.execute("SELECT lo_from_bytea(0, convert_to(%s, 'UTF8'))",
+                                  [text]).fetchone()
+            conn.execute("SELECT lo_export(%s, %s)", [oid, path])
+            conn.execute("SELECT lo_unlink(%s)", [oid])
+        bad = conn.execute("SELECT line_number, error FROM pg_hba_file_rules"
+                           " WHERE error IS NOT NULL").fetchall()
+        assert not bad, bad
+        conn.execute("SELECT pg_reload_conf()")
+
+
+def _socket_refuses(w, login: str, password: str) -> bool:
+    try:
+        psycopg.connect(w.cluster.conninfo(login, password, "postgres"), connect_timeout=5).close()
+        return False
+    except psycopg.OperationalError as e:
+        return "pg_hba.conf rejects" in str(e)
+
+
+@contextlib.contextmanager
+def documented_hba(w, uid: str, socket_line: bool = True):
+    """docs/trust.md's lines, with the instance's names, before the cluster's own; restored
+    when the block ends. A probe login in the login group tells when each file is loaded
+    (a reload is asynchronous)."""
+    report = w.owner.status_report()
+    group, link = report["login_group"], report["link_login"]
+    c = w.cluster
+    own = ",".join([c.owner, c.worker, link])
+    lines = [
+        f"local  all  {own}  scram-sha-256",
+        f"host  all  {own}  127.0.0.1/32  scram-sha-256",
+        f"host  {w.dbname}  {w.admin_login}  127.0.0.1/32  scram-sha-256",
+        f"host  {w.dbname}  +{group}  all  scram-sha-256",
+        f"local  all  +{group}  reject",
+        f"host  all  +{group}  all  reject",
+    ]
+    if not socket_line:  # what trust.md said before issue 21: host lines only
+        lines.remove(f"local  all  +{group}  reject")
+    probe, probe_pw = f"{uid}_hba_{secrets.token_hex(3)}", secrets.token_hex(12)
+    w.su("postgres").execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {}").format(
+        sql.Identifier(probe), sql.Literal(scram_sha256_verifier(probe_pw)),
+        sql.Identifier(group)))
+    path, original = _hba_file(c)
+
+    def wait_for(refused: bool) -> None:
+        deadline = time.monotonic() + 15
+        while _socket_refuses(w, probe, probe_pw) != refused:
+            if not socket_line and refused:  # the socket stays open: wait for TCP instead
+                try:
+                    psycopg.connect(w.cluster.conninfo(probe, probe_pw, "postgres", tcp=True),
+                                    connect_timeout=5).close()
+                except psycopg.OperationalError as e:
+                    if "pg_hba.conf rejects" in str(e):
+                        return
+            assert time.monotonic() < deadline, "pg_hba.conf reload not seen"
+            time.sleep(0.05)
+
+    _write_hba(c, path, "\n".join(lines) + "\n" + original)
+    try:
+        wait_for(True)
+        yield lines
+    finally:
+        _write_hba(c, path, original)
+        wait_for(False)
 
 
 def doctor(w) -> DoctorReport:
@@ -210,10 +298,12 @@ def test_owner_without_admin_option_on_16(env):
     assert f"GRANT {env.admin_login} TO {owner} WITH ADMIN OPTION;" in check.fix
 
 
-def test_pg_hba_read_when_the_owner_may(env):
+def test_pg_hba_read_when_the_owner_may(bare_env):
     """With pg_hba_file_rules readable, the rules are evaluated: the throwaway cluster's
     pg_hba.conf lets everyone in with scram-sha-256 and rejects no generated login, so
-    generated logins reach database postgres (docs/trust.md's reject line is missing)."""
+    generated logins reach database postgres over the socket and TCP (docs/trust.md's reject
+    lines are missing); the fix names no refused database."""
+    env = bare_env
     owner = env.cluster.owner
     su = env.su(env.meta.name)  # privileges on a catalog view are the database's
     su.execute(sql.SQL("GRANT SELECT ON pg_catalog.pg_hba_file_rules TO {};"
@@ -225,14 +315,45 @@ def test_pg_hba_read_when_the_owner_may(env):
         su.execute(sql.SQL("REVOKE SELECT ON pg_catalog.pg_hba_file_rules FROM {};"
                            " REVOKE EXECUTE ON FUNCTION pg_catalog.pg_hba_file_rules() FROM {}"
                            ).format(sql.Identifier(owner), sql.Identifier(owner)))
-    check = only_failure(report, "pg_hba")
+    assert failed(report) == ["pg_hba", "login_reach"], report.render()
+    check = report.check("pg_hba")
     assert not check.skipped
     group = env.owner.status_report()["login_group"]
     assert f"generated logins (+{group}) may connect to " in check.detail
-    assert "postgres" in check.detail and "(line 3, scram-sha-256)" in check.detail
+    assert "postgres" in check.detail
+    assert "(line 2, local scram-sha-256)" in check.detail
+    assert "(line 3, host scram-sha-256)" in check.detail
     assert "no line lets" not in check.detail  # the link, admin and set logins get in
-    assert f"host  postgres,template1,{env.meta.name}" in check.fix
-    assert f"  +{group}  all  reject" in check.fix
+    assert f"local  all  +{group}  reject" in check.fix
+    assert f"host  all  +{group}  all  reject" in check.fix
+    assert "postgres" not in check.fix and "template1" not in check.fix
+
+
+def test_a_generated_login_that_opens_postgres_over_the_socket_is_reported(bare_env, uid):
+    """Issue 21 item 12: with trust.md's old host-only lines, doctor said healthy while a
+    generated login opened postgres and template1 over the local socket. It now tries: a
+    real login attempt, over the socket and TCP, as a live generated login."""
+    env = bare_env
+    group = env.owner.status_report()["login_group"]
+    # the cluster's own pg_hba.conf: in everywhere, both ways
+    check = only_failure(doctor(env), "login_reach")
+    for db in ("postgres", "template1"):
+        for how in ("socket", "TCP"):
+            assert f"{db} over the {how} (with its password)" in check.detail, check.detail
+    assert f"local  all  +{group}  reject" in check.fix
+    assert "postgres" not in check.fix and "template1" not in check.fix
+    # host lines only: the socket still lets it in, and that is what is reported
+    with documented_hba(env, uid, socket_line=False):
+        check = only_failure(doctor(env), "login_reach")
+        assert "postgres over the socket" in check.detail
+        assert "over the TCP" not in check.detail
+    # the documented lines: refused everywhere but its own database
+    with documented_hba(env, uid):
+        report = doctor(env)
+        assert_healthy(report)
+        reach = report.check("login_reach")
+        assert "refused on" in reach.detail and "over the socket and TCP" in reach.detail
+        assert "postgres" in reach.detail and "template1" in reach.detail
 
 
 # ---- who connects -------------------------------------------------------------------------
@@ -248,12 +369,13 @@ def test_not_the_owner_is_reported_not_raised(env):
     assert skipped == ALL_CHECKS[2:]
 
 
-def test_a_superuser_may_run_it(env):
+def test_a_superuser_may_run_it(bare_env):
+    env = bare_env
     report = run_doctor(env.meta.super_conninfo)
     assert report.check("owner").ok, report.render()
     assert "connected as postgres, which holds its privileges" in report.check("owner").detail
-    # a superuser reads pg_hba.conf: the missing reject line shows
-    assert failed(report) == ["pg_hba"], report.render()
+    # a superuser reads pg_hba.conf: the missing reject lines show, as does the reach
+    assert failed(report) == ["pg_hba", "login_reach"], report.render()
 
 
 def test_a_database_without_the_package(cluster, scratch, uid):

@@ -194,6 +194,117 @@ def test_a_setting_a_login_gives_itself_is_gone_at_the_next_resolve(world, kind,
     assert not authenticates(w, r.login, r.password)
 
 
+# The two settings PostgreSQL refuses to set or reset inside a SECURITY DEFINER function
+# (what resolve runs in), each as the login's own name for it: one of its roles, or itself.
+IDENTITY_SETTINGS = {
+    "role": lambda r: r.roles[-1],
+    "session_authorization": lambda r: r.login,
+}
+
+
+@KINDS
+@pytest.mark.parametrize("where", ["global", "in_database"])
+@pytest.mark.parametrize("setting", list(IDENTITY_SETTINGS))
+def test_a_role_or_session_authorization_a_login_gives_itself_is_gone_at_the_next_resolve(
+        world, kind, where, setting):
+    """Issue 21 item 8: `ALTER ROLE CURRENT_USER SET role = ...` (or session_authorization)
+    made every resolve of the login fail with 42501 until a sweep."""
+    w = world
+    attacker, other, rows = SHARED[kind]
+    r = w.resolve(attacker)
+    value = IDENTITY_SETTINGS[setting](r)
+    with script(w, r) as conn:
+        scope = sql.SQL("IN DATABASE {} ").format(sql.Identifier(r.dbname)) \
+            if where == "in_database" else sql.SQL("")
+        alter_self(conn, scope + sql.SQL("SET {} = {}").format(sql.Identifier(setting),
+                                                               sql.Literal(value)))
+    expected_db = r.dbname if where == "in_database" else None
+    assert role_settings(w, r.login) == [(expected_db, [f"{setting}={value}"])], \
+        "the attack did not stick: nothing to heal"
+
+    healed = w.resolve(other)
+    assert healed.login == r.login and healed.password != r.password
+    assert role_settings(w, r.login) == []
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+        assert conn.execute("SELECT session_user").fetchone() == (r.login,)
+    assert not authenticates(w, r.login, r.password)
+    assert w.resolve(attacker) == healed
+
+
+@KINDS
+@pytest.mark.parametrize("setting", list(IDENTITY_SETTINGS))
+def test_a_login_that_sets_its_role_and_changes_its_password_is_healed_at_the_next_resolve(
+        world, kind, setting):
+    """The package cannot log in as the login to reset the setting: it is made again."""
+    w = world
+    attacker, other, rows = SHARED[kind]
+    r = w.resolve(attacker)
+    private = "mine-" + secrets.token_hex(8)
+    with script(w, r) as conn:
+        alter_self(conn, sql.SQL("SET {} = {}").format(
+            sql.Identifier(setting), sql.Literal(IDENTITY_SETTINGS[setting](r))))
+        alter_self(conn, sql.SQL("IN DATABASE {} SET {} = {}").format(
+            sql.Identifier(r.dbname), sql.Identifier(setting),
+            sql.Literal(IDENTITY_SETTINGS[setting](r))))
+        alter_self(conn, sql.SQL("PASSWORD {}").format(sql.Literal(private)))
+    assert len(role_settings(w, r.login)) == 2
+
+    healed = w.resolve(other)
+    assert healed.login == r.login and healed.roles == r.roles
+    assert role_settings(w, r.login) == []
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+        assert conn.execute("SELECT session_user").fetchone() == (r.login,)
+    assert not authenticates(w, r.login, private)
+    assert w.resolve(attacker) == healed
+
+
+def test_a_login_that_sets_its_role_changes_its_password_and_owns_something_is_named(world):
+    """The limit: such a login can be neither reset as itself nor dropped, so the resolve
+    says so (55000, CONSTRAINT login_settings) instead of a misleading 42501, and the sweep
+    takes it back."""
+    w = world
+    attacker, other, rows = SHARED["set"]
+    r = w.resolve(attacker)
+    with script(w, r) as conn:
+        conn.execute("CREATE TEMP TABLE kept (x integer)")  # owned while this session lives
+        alter_self(conn, sql.SQL("SET role = {}").format(sql.Literal(r.roles[-1])))
+        alter_self(conn, sql.SQL("PASSWORD {}").format(sql.Literal("mine-" + secrets.token_hex(8))))
+        with pytest.raises(errors.ObjectNotInPrerequisiteState) as e:
+            w.resolve(other)
+        assert e.value.diag.constraint_name == "login_settings"
+        assert "sweep" in e.value.diag.message_hint
+        report = w.sweep()
+    assert report["healed"] == 1, report
+    assert role_settings(w, r.login) == []
+    healed = w.resolve(other)
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+
+
+@KINDS
+def test_a_role_setting_a_login_gives_itself_in_another_database_is_healed_by_the_sweep(
+        world, kind):
+    w = world
+    attacker, other, rows = SHARED[kind]
+    r = w.resolve(attacker)
+    with script(w, r) as conn:
+        alter_self(conn, sql.SQL("IN DATABASE postgres SET role = {}").format(
+            sql.Literal(r.roles[-1])))
+        alter_self(conn, sql.SQL("IN DATABASE postgres SET session_authorization = {}").format(
+            sql.Literal(r.login)))
+    assert [db for db, _ in role_settings(w, r.login)] == ["postgres"]
+
+    report = w.sweep()
+    assert report["healed"] == 1, report
+    assert report["unfinished"] == [], report
+    assert role_settings(w, r.login) == []
+    healed = w.resolve(other)
+    with script(w, healed) as conn:
+        assert order_ids(conn) == rows
+
+
 @KINDS
 def test_a_setting_a_login_gives_itself_in_another_database_is_healed_by_the_sweep(
         world, kind, meta_db):
@@ -598,8 +709,8 @@ def _wait_for(check, what: str, timeout: float = 15.0) -> None:
 def login_group_rule(w: World, uid: str):
     """The operator's pg_hba.conf lines of docs/trust.md, before every other line: the
     owner's, the worker's and the link login's own lines (names as `status` shows them),
-    then the login group refused on postgres, template1 and the metadata database; for the
-    socket as for TCP. Restored, and reloaded, when the block ends. A probe login in the group
+    the login group let into the data table database, then refused everywhere else, naming
+    no database; for the socket as for TCP. Restored, and reloaded, when the block ends. A probe login in the group
     tells when the postmaster has loaded each version."""
     c = w.cluster
     report = status(w)
@@ -609,12 +720,13 @@ def login_group_rule(w: World, uid: str):
     probe_pw = plain_login(w, probe)
     w.su("postgres").execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group),
                                                               sql.Identifier(probe)))
-    refused = f"postgres,template1,{w.meta.name}"
     lines = [
         f"local all {accepted} scram-sha-256",
         f"host all {accepted} 127.0.0.1/32 scram-sha-256",
-        f"local {refused} +{group} reject",
-        f"host {refused} +{group} all reject",
+        f"local {w.dbname} +{group} scram-sha-256",
+        f"host {w.dbname} +{group} all scram-sha-256",
+        f"local all +{group} reject",
+        f"host all +{group} all reject",
     ]
     path, original = _hba_file(c)
 

@@ -35,8 +35,12 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
   only superusers may: then the check is *skipped*, not failed, and its fix says which
   lines the file needs and how to let the doctor read it): the first matching line lets the
   link login, each admin login and a generated login into the data table databases with a
-  password from ``settings.link_host``, and refuses generated logins on every other
-  database PUBLIC may connect to (:func:`hba_first_match` picks the line);
+  password from ``settings.link_host``, and refuses generated logins on postgres,
+  template1, the metadata database and every other database PUBLIC may connect to, over
+  the socket (``local``) as over TCP (:func:`hba_first_match` picks the line);
+- ``login_reach``: tries it, whatever the file says: the server (dblink) logs in as a live
+  generated login, with the password the package stores, to each of those databases over
+  its Unix socket and over TCP; any attempt that gets in fails the check;
 - ``policies`` (per data table database): policies naming, as text, a role that does not
   exist (the tokenizer of :mod:`datatable_roles.policy_lint`), read through the link login;
   names of existing roles (rename hazards) are noted, not failed.
@@ -936,22 +940,24 @@ def check_connect_grants(ctx: _Context) -> list[Check]:
 
 # ---- pg_hba.conf ------------------------------------------------------------------------
 
-def _hba_lines(ctx: _Context, workers: Sequence[str], open_dbs: Sequence[str]) -> str:
-    """The pg_hba.conf lines docs/trust.md asks for, with this instance's names; generated
-    logins are refused on postgres, template1, the metadata database and ``open_dbs``."""
+def _hba_lines(ctx: _Context, workers: Sequence[str]) -> str:
+    """The pg_hba.conf lines docs/trust.md asks for, with this instance's names: the package's
+    own logins, each admin login on its database, generated logins (the login group) on the
+    data table databases, then the login group refused everywhere else, over the socket as
+    over TCP (``host`` covers hostssl): no refused database is named."""
     host = ctx.settings.get("link_host", "127.0.0.1")
-    group = ctx.settings.get("login_group") or "<login group>"
+    group = "+" + _hba_name(ctx.settings.get("login_group") or "<login group>")
     link = ctx.link_login or "<link login>"
     own = ",".join(_hba_name(n) for n in [ctx.package_owner, *workers, link])
     dbs = ",".join(_hba_name(d) for d in ctx.databases) or "<data table databases>"
-    refused = ",".join(_hba_name(d) for d in dict.fromkeys(
-        ["postgres", "template1", ctx.database, *open_dbs]))
-    lines = [f"host  all  {own}  {_hba_cidr(host)}  scram-sha-256",
-             f"host  {refused}  +{_hba_name(group)}  all  reject"]
+    lines = [f"local  all  {own}  scram-sha-256",
+             f"host  all  {own}  {_hba_cidr(host)}  scram-sha-256"]
     for d in ctx.datatables:
         lines.append(f"host  {_hba_name(d['dbname'])}  {_hba_name(d['admin_login'])}  "
                      f"{_hba_cidr(host)}  scram-sha-256")
-    lines.append(f"host  {dbs}  +{_hba_name(group)}  all  scram-sha-256")
+    lines += [f"host  {dbs}  {group}  all  scram-sha-256",
+              f"local  all  {group}  reject",
+              f"host  all  {group}  all  reject"]
     return "\n".join(dict.fromkeys(lines))
 
 
@@ -960,11 +966,8 @@ def check_pg_hba(ctx: _Context) -> list[Check]:
         "SELECT w.name FROM datatable_roles.worker_role AS w WHERE w.kind = 'worker'"
         " ORDER BY 1")]
     # Where PUBLIC may connect, so may generated logins, unless pg_hba.conf refuses them.
-    open_dbs = [r[0] for r in ctx.rows(
-        "SELECT d.datname::text FROM pg_database AS d WHERE d.datallowconn"
-        " AND has_database_privilege('public', d.oid, 'CONNECT')"
-        " AND NOT d.datname = ANY(%s) ORDER BY 1", [ctx.databases])]
-    lines = _hba_lines(ctx, workers, open_dbs)
+    open_dbs = _other_databases(ctx)
+    lines = _hba_lines(ctx, workers)
     try:
         cur = ctx.conn.cursor(row_factory=dict_row)
         raw = cur.execute("SELECT * FROM pg_catalog.pg_hba_file_rules").fetchall()
@@ -1023,23 +1026,135 @@ def check_pg_hba(ctx: _Context) -> list[Check]:
         must_allow("the admin login", d["admin_login"], member_of(d["admin_login"]),
                    d["dbname"])
     # Generated logins must be refused where PUBLIC may connect (postgres, template1, ...).
+    # Over the socket as over TCP, from any address.
     admitted: dict[HbaRule, list[str]] = {}
     for dbname in open_dbs:
-        rule = hba_first_match(rules, dbname=dbname, user=generated,
-                               member_of=generated_roles, client=host, local=local)
-        if rule is not None and rule.method != "reject":
-            admitted.setdefault(rule, []).append(dbname)
+        for over_socket in (False, True):
+            rule = hba_first_match(rules, dbname=dbname, user=generated,
+                                   member_of=generated_roles, client=None, local=over_socket)
+            if rule is not None and rule.method != "reject":
+                admitted.setdefault(rule, []).append(dbname)
     for rule, names in admitted.items():
         problems.append(f"generated logins (+{group}) may connect to {_names(names)} (line "
-                        f"{rule.line}, {rule.method}): a reject line must come before it")
+                        f"{rule.line}, {rule.type} {rule.method}): a reject line must come "
+                        "before it")
     if problems:
         return [Check("pg_hba", False, "; ".join(problems),
                       "pg_hba.conf needs, in this order (docs/trust.md):\n" + lines
                       + "\nthen, as a superuser: SELECT pg_reload_conf();")]
     return [Check("pg_hba", True,
                   f"the link login, the admin logins and generated logins connect with a "
-                  f"password from {host}; generated logins are refused elsewhere "
-                  f"({len(rules)} lines read)")]
+                  f"password from {host}; generated logins are refused elsewhere, over the "
+                  f"socket and TCP ({len(rules)} lines read)")]
+
+
+def _other_databases(ctx: _Context) -> list[str]:
+    """Databases a generated login must not open: postgres, template1, the metadata
+    database, and any other one PUBLIC may connect to (then so may every login)."""
+    return [r[0] for r in ctx.rows(
+        "SELECT d.datname::text FROM pg_database AS d WHERE d.datallowconn"
+        " AND NOT d.datname = ANY(%s)"
+        " AND (d.datname IN ('postgres', 'template1') OR d.datname = current_database()"
+        "  OR has_database_privilege('public', d.oid, 'CONNECT'))"
+        " ORDER BY 1", [ctx.databases])]
+
+
+# ---- reach, tried -------------------------------------------------------------------------
+
+# A login attempt by the server (dblink), as a live generated login with the password the
+# package stores: built in SQL from the table row, so the password is in no statement text.
+REACH_SQL = (
+    "SELECT datatable_roles_dblink.dblink_connect('datatable_roles_doctor',"
+    " pg_catalog.format('host=%%s port=%%s dbname=%%s user=%%s password=%%s connect_timeout=10',"
+    "  datatable_roles.conninfo_value(%s), datatable_roles.conninfo_value(current_setting('port')),"
+    "  datatable_roles.conninfo_value(%s), datatable_roles.conninfo_value(s.login),"
+    "  datatable_roles.conninfo_value(s.password)))"
+    " FROM datatable_roles.datatable_role_set AS s WHERE s.login = %s")
+
+
+def _reach_hosts(ctx: _Context) -> list[tuple[str, str]]:
+    """(how, host): the server's first Unix socket directory and a TCP address
+    (settings.link_host, or 127.0.0.1 when that is a socket and the server listens)."""
+    hosts = []
+    try:
+        sockets = ctx.value("SELECT current_setting('unix_socket_directories')") or ""
+    except psycopg.errors.InsufficientPrivilege:  # pg_read_all_settings: the doctor's own
+        sockets = ctx.conn.info.host or ""       # socket, when it connected through one
+    socket = next((d.strip() for d in sockets.split(",") if d.strip().startswith("/")), None)
+    if socket:
+        hosts.append(("socket", socket))
+    link_host = str(ctx.settings.get("link_host") or "127.0.0.1")
+    if not link_host.startswith("/"):
+        hosts.append(("TCP", link_host))
+    elif ctx.value("SELECT current_setting('listen_addresses')"):
+        hosts.append(("TCP", "127.0.0.1"))
+    return hosts
+
+
+class _NotTried(Exception):
+    """Nothing listens there: the attempt says nothing about pg_hba.conf."""
+
+
+def _try_login(ctx: _Context, host: str, dbname: str, login: str) -> str | None:
+    """None when the login was refused; otherwise how it got in."""
+    ctx.conn.execute("SELECT datatable_roles_dblink.dblink_disconnect(c) FROM"
+                     " unnest(datatable_roles_dblink.dblink_get_connections()) AS c"
+                     " WHERE c = 'datatable_roles_doctor'")
+    try:
+        ctx.conn.execute(REACH_SQL, [host, dbname, login])
+    except (psycopg.errors.SqlclientUnableToEstablishSqlconnection,
+            psycopg.errors.InvalidPassword, psycopg.errors.InvalidAuthorizationSpecification) as e:
+        detail = " ".join(str(getattr(e.diag, "message_detail", "") or "").split())
+        if any(w in detail for w in ("No such file", "Connection refused", "timeout expired",
+                                     "could not translate host name")):
+            raise _NotTried(detail) from None
+        return None  # pg_hba.conf rejected it, or it lacks CONNECT there
+    except psycopg.errors.ProhibitedSqlStatementAttempted:
+        return "without a password"  # in, but dblink refuses a session nobody authenticated
+    ctx.conn.execute("SELECT datatable_roles_dblink.dblink_disconnect('datatable_roles_doctor')")
+    return "with its password"
+
+
+def check_login_reach(ctx: _Context) -> list[Check]:
+    """Tries it: a live generated login (its stored password) opens none of postgres,
+    template1, the metadata database or a database PUBLIC may connect to, over the socket
+    or TCP. Whatever pg_hba.conf or CONNECT grants say, this is what a job's code could do."""
+    login = ctx.value(
+        "SELECT s.login FROM datatable_roles.datatable_role_set AS s WHERE s.password <> ''"
+        " AND EXISTS (SELECT FROM datatable_roles.live_set_login(s.login))"
+        " ORDER BY s.last_used_at DESC, s.login LIMIT 1")
+    if login is None:
+        return [Check("login_reach", True, "not checked: no live generated login to try "
+                      "(none has been handed out yet)", skipped=True)]
+    others = _other_databases(ctx)
+    reached, tried, not_tried = [], [], []
+    for how, host in _reach_hosts(ctx):
+        try:
+            reached += [f"{dbname} over the {how} ({got})" for dbname in others
+                        if (got := _try_login(ctx, host, dbname, login)) is not None]
+            tried.append(how)
+        except _NotTried as e:
+            not_tried.append(f"{how} ({host}: {redact(str(e))})")
+    if reached:
+        workers = [r[0] for r in ctx.rows(
+            "SELECT w.name FROM datatable_roles.worker_role AS w WHERE w.kind = 'worker'"
+            " ORDER BY 1")]
+        return [Check(
+            "login_reach", False,
+            f"generated login {login} logged in to {_names(reached)}: every job's code can",
+            "pg_hba.conf needs, before any line that lets the login group in (docs/trust.md):\n"
+            + _hba_lines(ctx, workers)
+            + "\nthen, as a superuser: SELECT pg_reload_conf();\nOr, where no other role "
+            "relies on PUBLIC's CONNECT there: REVOKE CONNECT ON DATABASE <each one> FROM "
+            "PUBLIC, and GRANT CONNECT to the roles that use it.")]
+    if not tried:
+        return [Check("login_reach", True, "not checked: could not reach the server over "
+                      + _names(not_tried), "Run the doctor over the server's Unix socket, or "
+                      "GRANT pg_read_all_settings TO the package owner.", skipped=True)]
+    note = f"; not tried over the {_names(not_tried)}" if not_tried else ""
+    return [Check("login_reach", True,
+                  f"generated login {login} was refused on {_names(others)} over the "
+                  f"{' and '.join(tried)}{note}")]
 
 
 # ---- policies ---------------------------------------------------------------------------
@@ -1105,5 +1220,6 @@ _CHECKS: list[tuple[str, Callable[[_Context], list[Check]], str]] = [
     ("admin_password", check_admin_password, "status"),
     ("connect_grants", check_connect_grants, "status"),
     ("pg_hba", check_pg_hba, "status"),
+    ("login_reach", check_login_reach, "status"),
     ("policies", check_policies, "status"),
 ]

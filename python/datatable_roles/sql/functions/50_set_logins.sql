@@ -233,6 +233,136 @@ BEGIN
 END;
 $$;
 
+-- Whether the login has a setting PostgreSQL refuses to set or reset inside
+-- a SECURITY DEFINER function (role, session_authorization), in any
+-- database: resolve runs in one, so its RESET ALL would fail (42501).
+CREATE OR REPLACE FUNCTION datatable_roles.has_identity_setting(p_login text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_db_role_setting AS rs
+        JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+        CROSS JOIN LATERAL unnest(rs.setconfig) AS c (item)
+        WHERE pr.rolname = p_login
+            AND (c.item ILIKE 'role=%' OR c.item ILIKE 'session\_authorization=%')
+    )
+$$;
+
+-- Removes a login's role and session_authorization settings (and every
+-- other setting it has, in every database) as the login itself, in a
+-- session of its own, outside any SECURITY DEFINER function: a role may
+-- reset its own settings there. It logs in with the password of its row
+-- (the heal's new one is not committed yet); the startup options override
+-- whatever its settings say (a role, a read-only default, a tiny timeout).
+-- Returns whether it ran (false when the row's password no longer logs in).
+CREATE OR REPLACE FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_dbname text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    known text;
+    resets text;
+BEGIN
+    SELECT s.password INTO known FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password <> '';
+    IF known IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT pg_catalog.string_agg(CASE WHEN rs.setdatabase = 0
+            THEN pg_catalog.format('ALTER ROLE %I RESET ALL', p_login)
+            ELSE pg_catalog.format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, pd.datname)
+        END, '; ')
+    INTO resets
+    FROM pg_catalog.pg_db_role_setting AS rs
+    JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+    LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
+    WHERE pr.rolname = p_login AND (rs.setdatabase = 0 OR pd.datname IS NOT NULL);
+    IF 'datatable_roles_self' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    END IF;
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_self',
+            datatable_roles.conninfo_for(p_dbname, p_login, known) || ' options='
+            || datatable_roles.conninfo_value('-c role=none -c default_transaction_read_only=off'
+                || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
+                || ' -c idle_in_transaction_session_timeout=0'));
+    EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
+        OR invalid_authorization_specification THEN
+        RETURN false;
+    END;
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_self', resets);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+        RAISE;
+    END;
+    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    RETURN true;
+END;
+$$;
+
+-- Before make_login takes back a login: removes its role and
+-- session_authorization settings (issue 21), so that a resolve never fails
+-- on them. The package owner's RESET ALL works outside a SECURITY DEFINER
+-- function (the sweep); in resolve, the login resets them itself
+-- (reset_settings_as_login); when its password was changed too, the login is
+-- dropped (with every setting) to be made again, unless it owns something
+-- (then 55000: the sweep heals it). Returns whether it dropped the login. Only
+-- reached on the heal path: nothing on the hot path.
+CREATE OR REPLACE FUNCTION datatable_roles.clear_identity_settings(p_login text, p_dbname text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF NOT datatable_roles.has_identity_setting(p_login) THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
+        PERFORM datatable_roles.reset_database_settings(p_login);
+        RETURN false;
+    EXCEPTION WHEN insufficient_privilege THEN
+        NULL;  -- inside a SECURITY DEFINER function
+    END;
+    IF datatable_roles.reset_settings_as_login(p_login, p_dbname) THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        PERFORM datatable_roles.revoke_database_grants(p_login);
+        PERFORM datatable_roles.drop_login(p_login);
+        RETURN true;
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RAISE EXCEPTION 'login % gave itself a role or session_authorization setting and a'
+            ' password of its own, and owns objects: only the sweep can take it back', p_login
+            USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'login_settings',
+                  HINT = 'As the package owner: CALL sweep_unused_role_set_logins(NULL);';
+    END;
+END;
+$$;
+
+-- ALTER ROLE ... IN DATABASE ... RESET ALL wherever the login has settings.
+CREATE OR REPLACE FUNCTION datatable_roles.reset_database_settings(p_login text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    db text;
+BEGIN
+    FOR db IN
+        SELECT pd.datname FROM pg_db_role_setting AS rs
+        JOIN pg_roles AS pr ON pr.oid = rs.setrole
+        JOIN pg_database AS pd ON pd.oid = rs.setdatabase
+        WHERE pr.rolname = p_login
+    LOOP
+        EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
+    END LOOP;
+END;
+$$;
+
 -- Makes or takes back the login of a row-to-be, under the login's lock, and
 -- returns its new password: created with exactly its roles, the login group
 -- and CONNECT on its one database; or, when it exists (retired, swept
@@ -250,12 +380,14 @@ DECLARE
     taken pg_roles;
     names text [] := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
         WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
-    db text;
 BEGIN
     password := datatable_roles.new_password();
     verifier := datatable_roles.verifier_for(password);
     BEGIN
         SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
+        IF taken.rolname IS NOT NULL AND datatable_roles.clear_identity_settings(p_login, p_dbname) THEN
+            taken := NULL;  -- dropped: made again below
+        END IF;
         IF taken.rolname IS NOT NULL AND datatable_roles.guard_changes_roles() THEN
             -- 16+: through the superuser step's guard, which checks the owner's
             -- ADMIN OPTION with one lookup (guard_changes_roles).
@@ -277,13 +409,7 @@ BEGIN
             IF taken.rolconfig IS NOT NULL THEN
                 EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
             END IF;
-            FOR db IN
-                SELECT pd.datname FROM pg_db_role_setting AS rs
-                JOIN pg_database AS pd ON pd.oid = rs.setdatabase
-                WHERE rs.setrole = taken.oid
-            LOOP
-                EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
-            END LOOP;
+            PERFORM datatable_roles.reset_database_settings(p_login);
             PERFORM datatable_roles.reset_memberships(p_login, names);
         ELSIF datatable_roles.guard_changes_roles() THEN
             PERFORM datatable_roles_guard.create_login(p_login, verifier, names,
