@@ -95,6 +95,25 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_check_privileges(p_privileges jsonb, p_kind text, p_version integer) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.acl_check_run_as(p_snapshot jsonb, p_run_as text[], p_schema text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    bad text := (SELECT string_agg(DISTINCT quote_literal(o), ', ') FROM unnest(p_run_as) AS o
+        WHERE o IN (SELECT jsonb_array_elements_text(p_snapshot -> 'no_usage')));
+BEGIN
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'the owner % of objects in schema % has no USAGE on it: a grant or revoke runs as the owner, and it could not name them',
+            bad, quote_literal(p_schema)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Grant USAGE on the schema to the owner first (a change of its own), or hand the objects to admin.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_check_run_as(p_snapshot jsonb, p_run_as text[], p_schema text) OWNER TO dtr_owner;
+
 CREATE TABLE datatable_roles.datatable (
     id bigint NOT NULL,
     workspace text NOT NULL,
@@ -117,14 +136,21 @@ CREATE FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p
     AS $$
 DECLARE
     link datatable_roles.link_credential;
+    why text;
+    state text;
 BEGIN
     IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
         PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
     END IF;
     IF p_as_link THEN
         SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
-        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-            datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+        BEGIN
+            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+                datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+        EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
+            GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login', link.login, why, state);
+        END;
     ELSE
         IF p_entry.admin_verifier IS NOT NULL
             AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
@@ -133,14 +159,34 @@ BEGIN
                 USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'admin_password',
                       HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
         END IF;
-        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-            datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+        BEGIN
+            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
+                datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+        EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
+            GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
+        END;
     END IF;
     RETURN 'datatable_roles_acl';
 END;
 $$;
 
 ALTER FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_defaults_of(p_snapshot jsonb, p_creator text, p_objtype text, p_database boolean, p_all text[]) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT coalesce(
+        (SELECT a -> 'grants' FROM jsonb_array_elements(p_snapshot -> 'default_acl') AS a
+            WHERE a ->> 'for_role' = p_creator AND a ->> 'objtype' = p_objtype),
+        CASE WHEN p_database THEN (
+            SELECT jsonb_agg(jsonb_build_object('grantee', p_creator, 'grantor', p_creator,
+                'public', false, 'privilege', p))
+            FROM unnest(p_all) AS p) END,
+        '[]'::jsonb)
+$$;
+
+ALTER FUNCTION datatable_roles.acl_defaults_of(p_snapshot jsonb, p_creator text, p_objtype text, p_database boolean, p_all text[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_disconnect() RETURNS void
     LANGUAGE plpgsql
@@ -175,14 +221,15 @@ CREATE FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_
     LANGUAGE sql STABLE
     AS $$
     SELECT coalesce(jsonb_agg(jsonb_build_object(
-        'role', CASE WHEN g.public THEN 'PUBLIC' ELSE datatable_roles.acl_label(p_entry, g.grantee) END,
-        'kind', datatable_roles.acl_role_kind(p_entry, g.grantee, g.public),
-        'privileges', g.privileges, 'grantable', g.grantable)
-        ORDER BY g.public DESC, datatable_roles.acl_label(p_entry, g.grantee) COLLATE "C"), '[]'::jsonb)
+        'role', g.label, 'kind', g.kind, 'privileges', g.privileges, 'grantable', g.grantable)
+        ORDER BY g.public DESC, g.label COLLATE "C"), '[]'::jsonb)
     FROM (
-        SELECT e ->> 'grantee' AS grantee, (e ->> 'public')::boolean AS public,
-            jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege') AS privileges,
-            coalesce(jsonb_agg(e ->> 'privilege' ORDER BY e ->> 'privilege')
+        SELECT (e ->> 'public')::boolean AS public,
+            CASE WHEN (e ->> 'public')::boolean THEN 'PUBLIC'
+                ELSE datatable_roles.acl_label(p_entry, e ->> 'grantee') END AS label,
+            min(datatable_roles.acl_role_kind(p_entry, e ->> 'grantee', (e ->> 'public')::boolean)) AS kind,
+            jsonb_agg(DISTINCT e ->> 'privilege' ORDER BY e ->> 'privilege') AS privileges,
+            coalesce(jsonb_agg(DISTINCT e ->> 'privilege' ORDER BY e ->> 'privilege')
                 FILTER (WHERE (e ->> 'grantable')::boolean), '[]'::jsonb) AS grantable
         FROM jsonb_array_elements(coalesce(p_raw, '[]'::jsonb)) AS e
         GROUP BY 1, 2
@@ -190,6 +237,21 @@ CREATE FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_
 $$;
 
 ALTER FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_in_effect(p_action text, p_privileges text[], p_grants jsonb, p_grantor text, p_grantee text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN p_action = 'grant' THEN p_privileges <@ h.held ELSE NOT p_privileges && h.held END
+    FROM (
+        SELECT ARRAY(
+            SELECT e ->> 'privilege' FROM jsonb_array_elements(coalesce(p_grants, '[]'::jsonb)) AS e
+            WHERE NOT (e ->> 'public')::boolean AND e ->> 'grantee' = p_grantee
+                AND e ->> 'grantor' = p_grantor
+        ) AS held
+    ) AS h
+$$;
+
+ALTER FUNCTION datatable_roles.acl_in_effect(p_action text, p_privileges text[], p_grants jsonb, p_grantor text, p_grantee text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version integer) RETURNS text[]
     LANGUAGE sql IMMUTABLE
@@ -209,10 +271,139 @@ ALTER FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version intege
 CREATE FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text) RETURNS text
     LANGUAGE sql STABLE
     AS $$
-    SELECT CASE WHEN p_role = p_entry.admin_login THEN 'admin' ELSE p_role END
+    SELECT CASE WHEN p_role IN (p_entry.admin_login, 'pg_database_owner') THEN 'admin' ELSE p_role END
 $$;
 
 ALTER FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_live_code(p_entry datatable_roles.datatable, p_snapshot jsonb, p_role text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    objects text [];
+    detail text;
+BEGIN
+    SELECT array_agg(l ->> 'object' ORDER BY n),
+        string_agg(format('%s: %s; make it inert: %s', l ->> 'object', l ->> 'why', l ->> 'fix'),
+            E'\n' ORDER BY n)
+    INTO objects, detail
+    FROM jsonb_array_elements(p_snapshot -> 'live') WITH ORDINALITY AS e (l, n)
+    WHERE l ->> 'owner' <> p_role AND NOT (l ->> 'extension')::boolean
+        AND datatable_roles.acl_reachable(p_entry, l ->> 'owner');
+    IF objects IS NULL THEN
+        RETURN '[]'::jsonb;
+    END IF;
+    IF p_role = p_entry.admin_login THEN
+        RAISE EXCEPTION 'handing this to admin would hand it code that others wrote and that runs as the admin login: %',
+            datatable_roles.acl_some(objects)
+            USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'live_code',
+                  DETAIL = detail,
+                  HINT = 'Make each one inert first, as DETAIL says (as its owner), then plan again.';
+    END IF;
+    RETURN jsonb_build_array(datatable_roles.acl_warning('live_code', format(
+        '%s will own code that runs as it, and every login holding it gets what that code can do: %s',
+        p_role, replace(detail, E'\n', ' | '))));
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_live_code(p_entry datatable_roles.datatable, p_snapshot jsonb, p_role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_live_sql() RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT $q$
+in_scope AS (
+    SELECT rel.oid, rel.relkind, rel.relowner, rel.invoker, rel.extension,
+        format('%I.%I', (SELECT ns.nspname FROM ns), rel.relname) AS qname
+    FROM rel WHERE rel.relkind <> 'S'
+        AND rel.relname = coalesce((SELECT t.relname FROM the_table AS t), rel.relname)
+),
+routine AS (
+    SELECT p.oid, p.proowner, p.prosecdef, i.type, i.identity,
+        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_proc'::regclass
+            AND x.objid = p.oid AND x.deptype = 'e') AS extension
+    FROM pg_proc AS p CROSS JOIN LATERAL pg_identify_object('pg_proc'::regclass, p.oid, 0) AS i
+    WHERE p.pronamespace = (SELECT ns.oid FROM ns)
+        AND NOT EXISTS (SELECT FROM the_table AS t WHERE t.relname IS NOT NULL)
+),
+user_code AS (
+    SELECT 'pg_proc'::regclass AS classid, p.oid FROM pg_proc AS p WHERE p.oid >= 16384
+    UNION ALL
+    SELECT 'pg_operator'::regclass, o.oid FROM pg_operator AS o WHERE o.oid >= 16384
+),
+user_code_free AS (
+    SELECT u.classid, u.oid FROM user_code AS u
+    WHERE NOT EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = u.classid AND x.objid = u.oid
+        AND x.deptype = 'e')
+),
+parts AS (
+    SELECT 'pg_class'::regclass AS classid, x.indexrelid AS objid, x.indrelid AS relid FROM pg_index AS x
+    UNION ALL SELECT 'pg_constraint'::regclass, x.oid, x.conrelid FROM pg_constraint AS x
+    UNION ALL SELECT 'pg_attrdef'::regclass, x.oid, x.adrelid FROM pg_attrdef AS x
+    UNION ALL SELECT 'pg_statistic_ext'::regclass, x.oid, x.stxrelid FROM pg_statistic_ext AS x
+    UNION ALL SELECT 'pg_policy'::regclass, x.oid, x.polrelid FROM pg_policy AS x
+    UNION ALL SELECT 'pg_rewrite'::regclass, x.oid, x.ev_class FROM pg_rewrite AS x
+        JOIN pg_class AS c ON c.oid = x.ev_class WHERE c.relkind = 'm'
+),
+live (object, owner, extension, why, fix) AS (
+    SELECT r.type || ' ' || r.identity, r.proowner, r.extension,
+        'SECURITY DEFINER: it runs as its owner for every caller',
+        format('ALTER %s %s SECURITY INVOKER', upper(r.type), r.identity)
+    FROM routine AS r WHERE r.prosecdef
+    UNION ALL
+    SELECT r.type || ' ' || r.identity, r.proowner, r.extension,
+        'PostgreSQL calls it without an EXECUTE check (a support function of a range, type, operator class, operator or conversion), as whoever uses or analyzes the data',
+        'drop what uses it (the type, operator class, operator or conversion), then the function'
+    FROM routine AS r
+    WHERE r.oid >= 16384 AND (
+        EXISTS (SELECT FROM pg_range AS g WHERE r.oid IN (g.rngsubdiff, g.rngcanonical))
+        OR EXISTS (SELECT FROM pg_type AS t WHERE r.oid IN (t.typinput, t.typoutput, t.typreceive,
+            t.typsend, t.typmodin, t.typmodout, t.typanalyze, t.typsubscript))
+        OR EXISTS (SELECT FROM pg_amproc AS a WHERE a.amproc = r.oid)
+        OR EXISTS (SELECT FROM pg_operator AS o WHERE r.oid IN (o.oprrest, o.oprjoin))
+        OR EXISTS (SELECT FROM pg_conversion AS v WHERE v.conproc = r.oid))
+    UNION ALL
+    SELECT 'view ' || s.qname, s.relowner, s.extension,
+        'not security_invoker: it reads its tables as its owner for every caller',
+        format('ALTER VIEW %s SET (security_invoker = true)', s.qname)
+    FROM in_scope AS s WHERE s.relkind = 'v' AND NOT s.invoker
+    UNION ALL
+    SELECT format('trigger %I on %s', g.tgname, s.qname), s.relowner, s.extension,
+        'its function runs as whoever writes the table',
+        format('DROP TRIGGER %I ON %s (or ALTER TABLE %s DISABLE TRIGGER %I)', g.tgname, s.qname,
+            s.qname, g.tgname)
+    FROM in_scope AS s JOIN pg_trigger AS g ON g.tgrelid = s.oid
+    WHERE NOT g.tgisinternal AND g.tgenabled <> 'D'
+    UNION ALL
+    SELECT format('rule %I on %s', w.rulename, s.qname), s.relowner, s.extension,
+        'it rewrites the queries of whoever uses the relation',
+        format('DROP RULE %I ON %s', w.rulename, s.qname)
+    FROM in_scope AS s JOIN pg_rewrite AS w ON w.ev_class = s.oid
+    WHERE w.rulename <> '_RETURN' AND w.ev_enabled <> 'D'
+    UNION ALL
+    SELECT 'relation ' || s.qname, s.relowner, s.extension,
+        format('its indexes, constraints, defaults, statistics, policies or query call %s: ANALYZE, autovacuum and REFRESH run them as its owner, writes as the writer',
+            string_agg(DISTINCT (pg_identify_object(u.classid, u.oid, 0)).identity, ', ')),
+        'drop the index, constraint, default, statistics, policy or materialized view that calls them, or check what they call'
+    FROM in_scope AS s JOIN parts AS t ON t.relid = s.oid
+    JOIN pg_depend AS d ON d.classid = t.classid AND d.objid = t.objid
+    JOIN user_code_free AS u ON u.classid = d.refclassid AND u.oid = d.refobjid
+    GROUP BY s.qname, s.relowner, s.extension
+    UNION ALL
+    SELECT 'relation ' || s.qname, s.relowner, s.extension,
+        format('a column of range type %s, whose support function PostgreSQL calls without an EXECUTE check when it analyzes or indexes the data',
+            string_agg(DISTINCT format_type(g.rngtypid, NULL), ', ')),
+        'drop the column, or the range type''s support function'
+    FROM in_scope AS s JOIN pg_attribute AS a ON a.attrelid = s.oid AND a.attnum > 0
+        AND NOT a.attisdropped
+    JOIN pg_range AS g ON g.rngtypid = a.atttypid
+    WHERE g.rngsubdiff >= 16384 OR g.rngcanonical >= 16384
+    GROUP BY s.qname, s.relowner, s.extension
+)$q$
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_live_sql() OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) RETURNS text[]
     LANGUAGE sql IMMUTABLE
@@ -238,6 +429,16 @@ $_$;
 
 ALTER FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.acl_per_owner(p_names text[], p_owners text[]) RETURNS TABLE(owner text, names text[])
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT u.o, array_agg(u.n ORDER BY u.i)
+    FROM unnest(p_names, p_owners) WITH ORDINALITY AS u (n, o, i)
+    GROUP BY u.o ORDER BY min(u.i)
+$$;
+
+ALTER FUNCTION datatable_roles.acl_per_owner(p_names text[], p_owners text[]) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -262,7 +463,11 @@ DECLARE
     public_on text [] := '{}'::text [];
     no_rls text [] := '{}'::text [];
     not_invoker text [] := '{}'::text [];
+    in_effect text [] := '{}'::text [];   -- objects (creators) where the change holds already
     statements text [] := '{}'::text [];
+    run_as text [] := '{}'::text [];
+    owners text [] := '{}'::text [];
+    grp record;
     warnings jsonb := '[]'::jsonb;
     normalized jsonb;
     object_kind text;
@@ -434,9 +639,12 @@ BEGIN
             warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
                 '%s owns it all already', datatable_roles.acl_label(p_entry, role_name)));
         END IF;
+        warnings := warnings || datatable_roles.acl_live_code(p_entry, snap, role_name);
+        -- ALTER ... OWNER TO runs as the link login: it needs both owners' rights.
         RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
-            'target', target, 'change', normalized,
-            'statements', to_jsonb(statements), 'warnings', warnings);
+            'target', target, 'change', normalized, 'statements', to_jsonb(statements),
+            'run_as', to_jsonb(array_fill(NULL::text, ARRAY[cardinality(statements)])),
+            'warnings', warnings, 'nothing_to_do', cardinality(statements) = 0);
     END IF;
 
     ---------------------------------------------------------------- grant / revoke
@@ -460,7 +668,13 @@ BEGIN
 
     IF on_what = 'target' THEN
         IF tkind = 'database' THEN
-            statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
+            IF datatable_roles.acl_in_effect(action, privs, snap -> 'database' -> 'grants',
+                snap -> 'database' ->> 'owner', role_name) THEN
+                in_effect := in_effect || format('database %I', p_entry.dbname);
+            ELSE
+                statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
+                run_as := run_as || p_entry.admin_login;
+            END IF;
             IF snap -> 'database' -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || format('database %I', p_entry.dbname);
             END IF;
@@ -470,7 +684,15 @@ BEGIN
                     quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
                     USING ERRCODE = 'insufficient_privilege';
             END IF;
-            statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
+            IF datatable_roles.acl_in_effect(action, privs, snap -> 'schema' -> 'grants',
+                snap -> 'schema' ->> 'owner', role_name) THEN
+                in_effect := in_effect || format('schema %I', target ->> 'schema');
+            ELSE
+                statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
+                -- pg_database_owner is the admin login here (it owns the database)
+                run_as := run_as || CASE WHEN snap -> 'schema' ->> 'owner' = 'pg_database_owner'
+                    THEN p_entry.admin_login ELSE snap -> 'schema' ->> 'owner' END;
+            END IF;
             IF snap -> 'schema' -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || format('schema %I', target ->> 'schema');
             END IF;
@@ -482,8 +704,13 @@ BEGIN
                     USING ERRCODE = 'insufficient_privilege';
             END IF;
             qualified := format('%I.%I', target ->> 'schema', target ->> 'table');
-            statements := statements || format(verb, privs_sql,
-                CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
+            IF datatable_roles.acl_in_effect(action, privs, rel -> 'grants', rel ->> 'owner', role_name) THEN
+                in_effect := in_effect || qualified;
+            ELSE
+                statements := statements || format(verb, privs_sql,
+                    CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
+                run_as := run_as || (rel ->> 'owner');
+            END IF;
             IF rel -> 'grants' @? '$[*] ? (@.public == true)' THEN
                 public_on := public_on || qualified;
             END IF;
@@ -499,16 +726,21 @@ BEGIN
                 IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
                     skipped := skipped || format('%s (owner %s)', item ->> 'identity', item ->> 'owner');
                     CONTINUE;
+                ELSIF datatable_roles.acl_in_effect(action, privs, item -> 'grants', item ->> 'owner', role_name) THEN
+                    in_effect := in_effect || (item ->> 'identity');
+                    CONTINUE;
                 END IF;
                 names := names || (item ->> 'identity');
+                owners := owners || (item ->> 'owner');
                 IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
                     public_on := public_on || (item ->> 'identity');
                 END IF;
             END LOOP;
-            IF cardinality(names) > 0 THEN
+            FOR grp IN SELECT * FROM datatable_roles.acl_per_owner(names, owners) LOOP
                 statements := statements || format(verb, privs_sql,
-                    'ROUTINE ' || array_to_string(names, ', '), role_name);
-            END IF;
+                    'ROUTINE ' || array_to_string(grp.names, ', '), role_name);
+                run_as := run_as || grp.owner;
+            END LOOP;
         ELSE
             FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'relations') AS e LOOP
                 IF (object_kind = 'sequence') <> (item ->> 'relkind' = 'S') THEN
@@ -518,8 +750,12 @@ BEGIN
                 IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
                     skipped := skipped || format('%s (owner %s)', qualified, item ->> 'owner');
                     CONTINUE;
+                ELSIF datatable_roles.acl_in_effect(action, privs, item -> 'grants', item ->> 'owner', role_name) THEN
+                    in_effect := in_effect || qualified;
+                    CONTINUE;
                 END IF;
                 names := names || qualified;
+                owners := owners || (item ->> 'owner');
                 IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
                     public_on := public_on || qualified;
                 END IF;
@@ -529,13 +765,14 @@ BEGIN
                     not_invoker := not_invoker || qualified;
                 END IF;
             END LOOP;
-            IF cardinality(names) > 0 THEN
+            FOR grp IN SELECT * FROM datatable_roles.acl_per_owner(names, owners) LOOP
                 statements := statements || format(verb, privs_sql,
                     CASE object_kind WHEN 'sequence' THEN 'SEQUENCE ' ELSE 'TABLE ' END
-                    || array_to_string(names, ', '), role_name);
-            END IF;
+                    || array_to_string(grp.names, ', '), role_name);
+                run_as := run_as || grp.owner;
+            END LOOP;
         END IF;
-        IF cardinality(names) = 0 THEN
+        IF cardinality(names) = 0 AND cardinality(in_effect) = 0 THEN
             warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
                 'schema %I has no %s the package can act on', target ->> 'schema', substr(on_what, 5)));
         END IF;
@@ -564,10 +801,19 @@ BEGIN
                 ORDER BY 1);
         END IF;
         FOREACH creator IN ARRAY creators LOOP
+            IF datatable_roles.acl_in_effect(action, privs, datatable_roles.acl_defaults_of(snap, creator,
+                CASE on_what WHEN 'future tables' THEN 'r' WHEN 'future sequences' THEN 'S'
+                    WHEN 'future functions' THEN 'f' ELSE 'n' END,
+                tkind = 'database', datatable_roles.acl_kind_privileges(object_kind, version)),
+                creator, role_name) THEN
+                in_effect := in_effect || datatable_roles.acl_label(p_entry, creator);
+                CONTINUE;
+            END IF;
             statements := statements || format('ALTER DEFAULT PRIVILEGES FOR ROLE %I%s %s',
                 creator,
                 CASE WHEN tkind = 'schema' THEN format(' IN SCHEMA %I', target ->> 'schema') ELSE '' END,
                 format(verb, privs_sql, upper(substr(on_what, 8)), role_name));
+            run_as := run_as || NULL::text;   -- the creator's, whoever runs it
         END LOOP;
         warnings := warnings || datatable_roles.acl_warning('default_privileges', format(
             'default privileges bind only %s created later by %s%s; objects that exist now are not touched%s, and objects a set login (a job holding several roles) creates are its own and are not covered',
@@ -589,6 +835,7 @@ BEGIN
         END IF;
     END IF;
 
+    PERFORM datatable_roles.acl_check_run_as(snap, run_as, target ->> 'schema');
     IF action = 'grant' THEN
         IF 'CREATE' = ANY(privs) AND object_kind = 'schema' AND (
             (on_what = 'target' AND (target ->> 'schema') = ANY(path_schemas))
@@ -608,6 +855,13 @@ BEGIN
                 'row-level security is disabled (or impossible) on %s: every login holding %s reaches all its rows',
                 datatable_roles.acl_some(no_rls), role_name));
         END IF;
+        IF object_kind = 'table' THEN
+            warnings := warnings || datatable_roles.acl_runs_as_others(privs,
+                CASE WHEN on_what = 'target' THEN qualified WHEN on_what = 'all tables'
+                    THEN datatable_roles.acl_some(names) ELSE 'new tables' END,
+                CASE WHEN on_what = 'target' THEN datatable_roles.acl_label(p_entry, rel ->> 'owner') END,
+                role_name);
+        END IF;
         IF cardinality(not_invoker) > 0 THEN
             warnings := warnings || datatable_roles.acl_warning('view_not_invoker', format(
                 'view %s is not security_invoker: it reads its tables as its owner, so %s reaches the rows its owner reaches, not its own (ALTER VIEW ... SET (security_invoker = true))',
@@ -619,6 +873,20 @@ BEGIN
             'PUBLIC holds privileges on %s: every role reaches it, whatever is granted or revoked here',
             datatable_roles.acl_some(public_on)));
     END IF;
+    IF cardinality(statements) = 0 AND cardinality(in_effect) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
+            CASE WHEN action = 'grant' THEN '%s holds %s already, %s'
+                WHEN starts_with(on_what, 'future ') AND tkind = 'schema'
+                    THEN '%s holds none of %s, %s: nothing to revoke here (default privileges in a schema only add to the database-wide ones: revoke those on the database target)'
+                WHEN starts_with(on_what, 'future ')
+                    THEN '%s holds none of %s, %s: nothing to revoke'
+                ELSE '%s holds none of %s, %s: nothing to revoke (a grant another grantor made is not the owner''s to take back; datatable_acl shows every grant)' END,
+            datatable_roles.acl_label(p_entry, role_name), privs_sql,
+            CASE WHEN starts_with(on_what, 'future ')
+                THEN format('in the default privileges for %s created by %s', substr(on_what, 8),
+                    datatable_roles.acl_some(in_effect))
+                ELSE format('granted by the owner on %s', datatable_roles.acl_some(in_effect)) END));
+    END IF;
     normalized := jsonb_build_object(action, to_jsonb(privs),
         CASE action WHEN 'grant' THEN 'to' ELSE 'from' END, p_change -> CASE action WHEN 'grant' THEN 'to' ELSE 'from' END,
         'on', on_what);
@@ -627,8 +895,8 @@ BEGIN
             SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c)));
     END IF;
     RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
-        'target', target, 'change', normalized,
-        'statements', to_jsonb(statements), 'warnings', warnings);
+        'target', target, 'change', normalized, 'statements', to_jsonb(statements),
+        'run_as', to_jsonb(run_as), 'warnings', warnings, 'nothing_to_do', cardinality(statements) = 0);
 END;
 $_$;
 
@@ -705,7 +973,9 @@ dep AS (
     CROSS JOIN LATERAL pg_identify_object(d.classid, d.objid, 0) AS i
     WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT ns.oid FROM ns)
         AND d.deptype = 'n'
-)
+),
+the_table AS (SELECT %2$L::name AS relname),
+%9$s
 SELECT jsonb_build_object(
     'version', current_setting('server_version_num')::integer,
     'paths', to_jsonb(ARRAY(
@@ -774,6 +1044,18 @@ SELECT jsonb_build_object(
             -- leaves the multirange's array type behind
             ORDER BY dep.follows_type DESC, dep.type, dep.identity COLLATE "C")
         FROM dep WHERE %2$L IS NULL
+    ), '[]'::jsonb),
+    'no_usage', to_jsonb(ARRAY(
+        SELECT DISTINCT pg_get_userbyid(o.owner)::text
+        FROM (SELECT rel.relowner AS owner FROM rel
+            UNION SELECT p.proowner FROM pg_proc AS p WHERE p.pronamespace = (SELECT ns.oid FROM ns)) AS o
+        WHERE NOT has_schema_privilege(o.owner, (SELECT ns.oid FROM ns), 'USAGE')
+    )),
+    'live', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('object', live.object, 'owner', pg_get_userbyid(live.owner),
+            'extension', live.extension, 'why', live.why, 'fix', live.fix)
+            ORDER BY live.object COLLATE "C", live.why)
+        FROM live
     ), '[]'::jsonb)
 )::text
 $q$, p_schema, p_table, p_subject,
@@ -782,7 +1064,8 @@ $q$, p_schema, p_table, p_subject,
         datatable_roles.acl_sql_grants(
             'coalesce(rel.relacl, acldefault(CASE WHEN rel.relkind = ''S'' THEN ''s'' ELSE ''r'' END::"char", rel.relowner))'),
         datatable_roles.acl_sql_grants('coalesce(p.proacl, acldefault(''f'', p.proowner))'),
-        datatable_roles.acl_sql_grants('a.defaclacl'))
+        datatable_roles.acl_sql_grants('a.defaclacl'),
+        datatable_roles.acl_live_sql())
 $_$;
 
 ALTER FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text) OWNER TO dtr_owner;
@@ -834,11 +1117,12 @@ BEGIN
         RAISE EXCEPTION 'role % is not admin or a catalog role of the map of data table %/%',
             quote_literal(left(v_name, 80)), p_entry.workspace, p_entry.name
             USING ERRCODE = 'no_data_found',
-                  HINT = coalesce(format('Did you mean %s? ', quote_literal(
+                  -- || (not format) so that no near name leaves no suggestion
+                  HINT = coalesce('Did you mean ' || quote_literal(
                       datatable_roles.nearest_name(v_name, ARRAY(
                           SELECT r.name FROM datatable_roles.datatable_role AS m
                           JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                          WHERE m.datatable_id = p_entry.id ORDER BY r.name) || 'admin'::text))), '')
+                          WHERE m.datatable_id = p_entry.id ORDER BY r.name) || 'admin'::text)) || '? ', '')
                       || 'Put a catalog role in the map with set_datatable_role_tenants.';
     END IF;
     RETURN mapped;
@@ -851,13 +1135,43 @@ CREATE FUNCTION datatable_roles.acl_role_kind(p_entry datatable_roles.datatable,
     LANGUAGE sql STABLE
     AS $$
     SELECT CASE WHEN p_public THEN 'PUBLIC'
-        WHEN p_role = p_entry.admin_login THEN 'admin'
+        WHEN p_role IN (p_entry.admin_login, 'pg_database_owner') THEN 'admin'
         WHEN EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE r.name = p_role)
             THEN 'catalog'
         ELSE 'other' END
 $$;
 
 ALTER FUNCTION datatable_roles.acl_role_kind(p_entry datatable_roles.datatable, p_role text, p_public boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_runs_as_others(p_privileges text[], p_objects text, p_owner text, p_role text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT coalesce(jsonb_agg(datatable_roles.acl_warning('runs_as_others', m)), '[]'::jsonb)
+    FROM (
+        SELECT string_agg(x.m, '; ' ORDER BY x.n) AS m
+        FROM (
+            SELECT 1 AS n, format('TRIGGER on %s lets %s attach triggers: their functions run as whoever writes the table, %s included',
+                p_objects, p_role, coalesce('its owner ' || p_owner, 'its owner and the admin login')) AS m
+            WHERE 'TRIGGER' = ANY(p_privileges)
+            UNION ALL
+            SELECT 2, format('MAINTAIN on %s lets %s run VACUUM, ANALYZE, CLUSTER, REINDEX and REFRESH MATERIALIZED VIEW there, which evaluate its index expressions, statistics and a materialized view''s query as %s',
+                p_objects, p_role, coalesce('its owner ' || p_owner, 'its owner'))
+            WHERE 'MAINTAIN' = ANY(p_privileges)
+        ) AS x
+    ) AS w
+    WHERE w.m IS NOT NULL AND p_objects <> ''
+$$;
+
+ALTER FUNCTION datatable_roles.acl_runs_as_others(p_privileges text[], p_objects text, p_owner text, p_role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_show_command(p_entry datatable_roles.datatable) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT format('datatable-roles acl show %s %s', datatable_roles.shell_word(p_entry.workspace),
+        datatable_roles.shell_word(p_entry.name))
+$$;
+
+ALTER FUNCTION datatable_roles.acl_show_command(p_entry datatable_roles.datatable) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_snapshot(p_entry datatable_roles.datatable, p_target jsonb, p_subject text) RETURNS jsonb
     LANGUAGE plpgsql
@@ -890,14 +1204,18 @@ BEGIN
             quote_literal(p_target ->> 'schema'), quote_literal(p_entry.dbname),
             p_entry.workspace, p_entry.name
             USING ERRCODE = 'no_data_found',
-                  HINT = 'datatable_acl(workspace, datatable, ''{"database": true}'') lists its schemas.';
+                  HINT = format('%s --database (SQL: datatable_acl(%L, %L, ''{"database": true}'')) lists its schemas.',
+                      datatable_roles.acl_show_command(p_entry), p_entry.workspace, p_entry.name);
     END IF;
     IF p_target ? 'table' AND jsonb_array_length(result -> 'relations') = 0 THEN
         RAISE EXCEPTION 'table % does not exist in schema % of data table %/%',
             quote_literal(p_target ->> 'table'), quote_literal(p_target ->> 'schema'),
             p_entry.workspace, p_entry.name
             USING ERRCODE = 'no_data_found',
-                  HINT = 'datatable_acl(workspace, datatable, ''{"schema": "<schema>"}'') lists its tables.';
+                  HINT = format('%s --schema %s (SQL: datatable_acl(%L, %L, %L)) lists its tables.',
+                      datatable_roles.acl_show_command(p_entry),
+                      datatable_roles.shell_word(p_target ->> 'schema'), p_entry.workspace, p_entry.name,
+                      jsonb_build_object('schema', p_target ->> 'schema')::text);
     END IF;
     RETURN result;
 END;
@@ -920,7 +1238,8 @@ CREATE FUNCTION datatable_roles.acl_sql_grants(p_acl text) RETURNS text
     AS $_$
     SELECT format($q$(SELECT coalesce(jsonb_agg(jsonb_build_object(
         'grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END,
-        'public', a.grantee = 0, 'privilege', a.privilege_type, 'grantable', a.is_grantable)
+        'public', a.grantee = 0, 'grantor', pg_get_userbyid(a.grantor)::text,
+        'privilege', a.privilege_type, 'grantable', a.is_grantable)
         ORDER BY a.grantee, a.privilege_type), '[]'::jsonb) FROM aclexplode(%s) AS a)$q$, p_acl)
 $_$;
 
@@ -979,6 +1298,24 @@ CREATE FUNCTION datatable_roles.acl_target_kind(p_target jsonb) RETURNS text
 $$;
 
 ALTER FUNCTION datatable_roles.acl_target_kind(p_target jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_unreachable(p_entry datatable_roles.datatable, p_what text, p_login text, p_why text, p_state text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    host text := (SELECT s.link_host FROM datatable_roles.settings AS s);
+BEGIN
+    RAISE EXCEPTION 'the grants editor could not connect to database % of data table %/% as its % %',
+        quote_literal(p_entry.dbname), p_entry.workspace, p_entry.name, p_what, quote_literal(p_login)
+        USING ERRCODE = p_state,
+              DETAIL = coalesce(nullif(btrim(p_why, E' \n'), ''), 'could not establish connection'),
+              HINT = format('The package reaches the data table''s database over dblink at settings.link_host (%s, port %s): as the admin login to read, as the link login to apply. pg_hba.conf must let both in with scram-sha-256 (docs/operating.md, the pg_hba.conf row); datatable-roles doctor checks it.',
+                  host, current_setting('port'));
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_unreachable(p_entry datatable_roles.datatable, p_what text, p_login text, p_why text, p_state text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_warning(p_code text, p_message text) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
@@ -1102,6 +1439,39 @@ $$;
 
 ALTER FUNCTION datatable_roles.check_tenant_key(p_key text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.clear_identity_settings(p_login text, p_dbname text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT datatable_roles.has_identity_setting(p_login) THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
+        PERFORM datatable_roles.reset_database_settings(p_login);
+        RETURN false;
+    EXCEPTION WHEN insufficient_privilege THEN
+        NULL;  -- inside a SECURITY DEFINER function
+    END;
+    IF datatable_roles.reset_settings_as_login(p_login, p_dbname) THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        PERFORM datatable_roles.revoke_database_grants(p_login);
+        PERFORM datatable_roles.drop_login(p_login);
+        RETURN true;
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RAISE EXCEPTION 'login % gave itself a role or session_authorization setting and a'
+            ' password of its own, and owns objects: only the sweep can take it back', p_login
+            USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'login_settings',
+                  HINT = 'As the package owner: CALL sweep_unused_role_set_logins(NULL);';
+    END;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.clear_identity_settings(p_login text, p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.clock_now() RETURNS SETOF timestamp with time zone
     LANGUAGE sql STABLE ROWS 1
     AS $$
@@ -1131,6 +1501,20 @@ CREATE FUNCTION datatable_roles.conninfo_value(p_value text) RETURNS text
 $$;
 
 ALTER FUNCTION datatable_roles.conninfo_value(p_value text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.database_grants_of(p_role text) RETURNS TABLE(datname text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT pd.datname::text FROM pg_catalog.pg_shdepend AS sd
+    JOIN pg_catalog.pg_database AS pd ON pd.oid = sd.objid
+    WHERE sd.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+        AND sd.refobjid = pg_catalog.to_regrole(pg_catalog.quote_ident(p_role))
+        AND sd.classid = 'pg_catalog.pg_database'::pg_catalog.regclass
+        AND sd.deptype = 'a'
+    ORDER BY pd.datname
+$$;
+
+ALTER FUNCTION datatable_roles.database_grants_of(p_role text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.databases_holding(p_login text) RETURNS TABLE(datname text, admin_login text)
     LANGUAGE sql STABLE
@@ -1249,11 +1633,11 @@ BEGIN
                 result.refused_message := format(
                     'data table %s: role %s was named, and it is not in the data table''s role map',
                     label, quote_literal(left(p_role, 80)));
-                result.refused_hint := coalesce(format('Did you mean %s? ', quote_literal(
+                result.refused_hint := coalesce('Did you mean ' || quote_literal(
                         datatable_roles.nearest_name(p_role, ARRAY(
                             SELECT r.name FROM datatable_roles.datatable_role AS m
                             JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                            WHERE m.datatable_id = h.id) || 'admin'::text))), '')
+                            WHERE m.datatable_id = h.id) || 'admin'::text)) || '? ', '')
                     || 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
             ELSIF NOT candidate.enabled THEN
                 result.refused_message := format(
@@ -1618,15 +2002,13 @@ BEGIN
     IF password IS NOT NULL THEN
         RETURN;
     END IF;
-    -- Lock the roles' catalog rows before the login's lock (the order
-    -- retirement takes them too): a role being disabled or dropped right now
-    -- is either seen here, and the resolve fails with a clear error, or waits
-    -- for this commit and then retires the login made here.
-    IF cardinality(ARRAY(
-        SELECT r.id FROM datatable_roles.catalog_role AS r
-        WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE
-    )) <> cardinality(p_role_ids) THEN
-        RAISE EXCEPTION 'a role of login % was disabled or dropped while resolving; retry', login
+    -- The decision was read before these locks: a role disabled, dropped or
+    -- taken out of the map since is seen here, and the resolve fails with a
+    -- clear error; one being so now waits for this commit and then retires
+    -- the login made here (lock_roles_still_usable).
+    IF NOT datatable_roles.lock_roles_still_usable(p_dbname, p_role_ids) THEN
+        RAISE EXCEPTION 'a role of login % was disabled, dropped or taken out of the map while resolving; retry',
+            login
             USING ERRCODE = 'serialization_failure';
     END IF;
     -- Serialise makers of this login (and the sweep and retirement of it);
@@ -1784,6 +2166,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.guard_changes_roles() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.has_identity_setting(p_login text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_catalog.pg_db_role_setting AS rs
+        JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+        CROSS JOIN LATERAL unnest(rs.setconfig) AS c (item)
+        WHERE pr.rolname = p_login
+            AND (c.item ILIKE 'role=%' OR c.item ILIKE 'session\_authorization=%')
+    )
+$$;
+
+ALTER FUNCTION datatable_roles.has_identity_setting(p_login text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key bytea, OUT outer_key bytea) RETURNS record
     LANGUAGE sql IMMUTABLE STRICT
     AS $$
@@ -1879,6 +2275,35 @@ $$;
 
 ALTER FUNCTION datatable_roles.live_set_login(p_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.lock_database_access(p_dbname text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT pg_catalog.pg_advisory_xact_lock(1262, pg_catalog.hashtext(p_dbname))
+$$;
+
+ALTER FUNCTION datatable_roles.lock_database_access(p_dbname text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[]) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    enabled_ids bigint [] := ARRAY(
+        SELECT r.id FROM datatable_roles.catalog_role AS r
+        WHERE r.id = ANY(p_role_ids) AND r.enabled ORDER BY r.id FOR SHARE);
+    mapped_ids bigint [] := ARRAY(
+        SELECT m.role_id FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+        WHERE m.role_id = ANY(p_role_ids) AND d.dbname = p_dbname
+        ORDER BY m.role_id, m.datatable_id FOR KEY SHARE OF m);
+BEGIN
+    RETURN cardinality(enabled_ids) = cardinality(p_role_ids)
+        AND NOT EXISTS (SELECT FROM unnest(p_role_ids) AS i (id) WHERE NOT i.id = ANY(mapped_ids));
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.lock_set_login(p_login text) RETURNS void
     LANGUAGE sql
     AS $$
@@ -1971,12 +2396,14 @@ DECLARE
     taken pg_roles;
     names text [] := ARRAY(SELECT r.name FROM datatable_roles.catalog_role AS r
         WHERE r.id = ANY(p_role_ids) ORDER BY r.name COLLATE "C");
-    db text;
 BEGIN
     password := datatable_roles.new_password();
     verifier := datatable_roles.verifier_for(password);
     BEGIN
         SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
+        IF taken.rolname IS NOT NULL AND datatable_roles.clear_identity_settings(p_login, p_dbname) THEN
+            taken := NULL;  -- dropped: made again below
+        END IF;
         IF taken.rolname IS NOT NULL AND datatable_roles.guard_changes_roles() THEN
             -- 16+: through the superuser step's guard, which checks the owner's
             -- ADMIN OPTION with one lookup (guard_changes_roles).
@@ -1998,13 +2425,7 @@ BEGIN
             IF taken.rolconfig IS NOT NULL THEN
                 EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
             END IF;
-            FOR db IN
-                SELECT pd.datname FROM pg_db_role_setting AS rs
-                JOIN pg_database AS pd ON pd.oid = rs.setdatabase
-                WHERE rs.setrole = taken.oid
-            LOOP
-                EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
-            END LOOP;
+            PERFORM datatable_roles.reset_database_settings(p_login);
             PERFORM datatable_roles.reset_memberships(p_login, names);
         ELSIF datatable_roles.guard_changes_roles() THEN
             PERFORM datatable_roles_guard.create_login(p_login, verifier, names,
@@ -2025,6 +2446,7 @@ BEGIN
                     THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
         END IF;
         -- Its one direct privilege: catalog roles have CONNECT nowhere.
+        PERFORM datatable_roles.lock_database_access(p_dbname);
         EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', p_dbname, p_login);
     EXCEPTION
         WHEN unique_violation OR duplicate_object THEN
@@ -2096,8 +2518,15 @@ CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     AS $_$
 DECLARE
     db record;
+    granted text;
     failed text [] := '{}'::text [];
 BEGIN
+    -- DROP OWNED, in any database, also revokes the login's privileges on
+    -- every database (CONNECT): no first use may grant on those meanwhile
+    -- (lock_database_access), in the order revoke_database_grants takes them.
+    FOR granted IN SELECT g.datname FROM datatable_roles.database_grants_of(p_login) AS g LOOP
+        PERFORM datatable_roles.lock_database_access(granted);
+    END LOOP;
     FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
     LOOP
         BEGIN
@@ -2580,6 +3009,136 @@ BEGIN
         END;
     END LOOP;
 
+    -- ---- Functions PostgreSQL calls without an EXECUTE check ----------------
+    -- Revoking EXECUTE does not stop these: ANALYZE (as the table's owner, the
+    -- heir from now on) and GiST indexes call a range's subtype_diff, range
+    -- input its canonical function, and so on down the list below. Of them a
+    -- role that is not a superuser can name only a range's subtype_diff
+    -- (docs/trust.md); the rest are listed too, for what a superuser may have
+    -- pointed at a function of the victim's. Each such function in a trusted
+    -- language gets, in place, an inert SQL body of the same signature, so
+    -- nothing that uses it is dropped or breaks: a difference of 0 (ANALYZE and
+    -- GiST still work, with flat estimates), the identity for a canonical
+    -- function, else NULL; the old body is kept in its comment. C and internal
+    -- functions only a superuser can make.
+    -- Run after the moves: their schemas are now the victim's or the heir's,
+    -- where CREATE OR REPLACE is allowed.
+    FOR obj IN
+        SELECT p.oid, n.nspname, p.proname, l.lanname, p.prosrc, pg_catalog.min(u.use) AS use
+        FROM (
+            SELECT g.rngsubdiff::pg_catalog.oid AS fn, 'subdiff' AS use
+            FROM pg_catalog.pg_range AS g
+            UNION ALL
+            SELECT g.rngcanonical::pg_catalog.oid, 'canonical' FROM pg_catalog.pg_range AS g
+            UNION ALL
+            SELECT a.amproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_amproc AS a
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_type AS t
+            CROSS JOIN LATERAL (VALUES (t.typinput), (t.typoutput), (t.typreceive),
+                (t.typsend), (t.typmodin), (t.typmodout), (t.typanalyze),
+                (t.typsubscript)) AS f (fn)
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_operator AS o
+            CROSS JOIN LATERAL (VALUES (o.oprrest), (o.oprjoin)) AS f (fn)
+            UNION ALL
+            SELECT v.conproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_conversion AS v
+            UNION ALL
+            SELECT s.prosupport::pg_catalog.oid, 'other' FROM pg_catalog.pg_proc AS s
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_parser AS s
+            CROSS JOIN LATERAL (VALUES (s.prsstart), (s.prstoken), (s.prsend),
+                (s.prsheadline), (s.prslextype)) AS f (fn)
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_template AS s
+            CROSS JOIN LATERAL (VALUES (s.tmplinit), (s.tmpllexize)) AS f (fn)
+            UNION ALL
+            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_transform AS s
+            CROSS JOIN LATERAL (VALUES (s.trffromsql), (s.trftosql)) AS f (fn)
+            UNION ALL
+            SELECT f.fn, 'other' FROM pg_catalog.pg_foreign_data_wrapper AS s
+            CROSS JOIN LATERAL (VALUES (s.fdwhandler), (s.fdwvalidator)) AS f (fn)
+            UNION ALL
+            SELECT f.fn, 'other' FROM pg_catalog.pg_language AS s
+            CROSS JOIN LATERAL (VALUES (s.lanplcallfoid), (s.laninline),
+                (s.lanvalidator)) AS f (fn)
+            UNION ALL
+            SELECT s.amhandler::pg_catalog.oid, 'other' FROM pg_catalog.pg_am AS s
+            UNION ALL
+            SELECT s.evtfoid, 'other' FROM pg_catalog.pg_event_trigger AS s
+        ) AS u
+        JOIN pg_catalog.pg_proc AS p ON p.oid = u.fn
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
+        WHERE p.proowner = victim_id AND p.prokind = 'f' AND l.lanpltrusted
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
+            AND NOT EXISTS (
+                SELECT FROM pg_catalog.pg_depend AS d
+                WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                    AND d.objid = p.oid AND d.deptype = 'e'
+            )
+        GROUP BY p.oid, n.nspname, p.proname, l.lanname, p.prosrc
+        ORDER BY n.nspname, p.proname, p.oid
+    LOOP
+        -- CREATE OR REPLACE wants EXECUTE too, revoked above: lent for the replace.
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I',
+            obj.oid::pg_catalog.regprocedure, victim_name);
+        EXECUTE pg_catalog.format(
+            'CREATE OR REPLACE FUNCTION %I.%I(%s) RETURNS %s LANGUAGE sql IMMUTABLE AS %L',
+            obj.nspname, obj.proname, pg_catalog.pg_get_function_arguments(obj.oid),
+            pg_catalog.pg_get_function_result(obj.oid),
+            CASE obj.use
+                WHEN 'subdiff' THEN 'SELECT 0::pg_catalog.float8'
+                WHEN 'canonical' THEN 'SELECT $1'
+                ELSE (
+                    SELECT 'SELECT NULL::' || pg_catalog.format_type(p.prorettype, NULL)
+                    FROM pg_catalog.pg_proc AS p WHERE p.oid = obj.oid
+                )
+            END);
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I',
+            obj.oid::pg_catalog.regprocedure, victim_name);
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L',
+            obj.oid::pg_catalog.regprocedure, pg_catalog.format(
+                'Function of role %s made inert at %s: PostgreSQL calls it with no EXECUTE'
+                ' check (%s). Its body was, in %s: %s', pg_catalog.quote_ident(victim_name),
+                stamp, CASE obj.use WHEN 'other' THEN 'support function'
+                    ELSE 'range ' || obj.use END, obj.lanname, obj.prosrc));
+    END LOOP;
+    -- A relation of the victim's (a table's column, an index's key) of a range
+    -- type, or a domain or multirange over one, whose subtype_diff is another
+    -- live role's would run that role's code as the heir. The link login cannot
+    -- replace it: refuse the move, so that the relation stays the victim's
+    -- (NOLOGIN, no rights) until that role is swept or dropped in turn.
+    SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%s (%s)',
+        x.rel::pg_catalog.regclass, x.fn::pg_catalog.regprocedure), ', ')
+    INTO leftover
+    FROM (
+        WITH RECURSIVE base (typ, top) AS (
+            SELECT t.oid, t.oid FROM pg_catalog.pg_type AS t
+            UNION ALL
+            SELECT t.typbasetype, b.top FROM base AS b
+            JOIN pg_catalog.pg_type AS t ON t.oid = b.typ AND t.typbasetype <> 0
+        )
+        SELECT c.oid AS rel, g.rngsubdiff::pg_catalog.oid AS fn
+        FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND NOT a.attisdropped
+        JOIN base AS b ON b.top = a.atttypid
+        JOIN pg_catalog.pg_range AS g ON b.typ IN (g.rngtypid, g.rngmultitypid)
+        JOIN pg_catalog.pg_proc AS p ON p.oid = g.rngsubdiff
+        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
+        JOIN pg_catalog.pg_roles AS r ON r.oid = p.proowner
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE c.relowner = victim_id AND l.lanpltrusted AND NOT r.rolsuper
+            AND p.proowner NOT IN (victim_id, heir_id)
+            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
+    ) AS x;
+    IF leftover IS NOT NULL THEN
+        RAISE EXCEPTION 'objects of % call functions of other roles with no EXECUTE check: %',
+            pg_catalog.quote_ident(victim_name), leftover
+            USING ERRCODE = 'object_in_use',
+                HINT = 'Sweep or drop the roles that own those functions first.';
+    END IF;
+    -- ---- end of functions called without an EXECUTE check -----------------
+
     -- Nothing may be left granted: better a move that fails (and is tried
     -- again by the next sweep) than one that hands the heir a live grant.
     SELECT pg_catalog.string_agg(x.what, ', ') INTO leftover FROM (
@@ -2790,9 +3349,9 @@ BEGIN
     SELECT r.* INTO found_role FROM datatable_roles.catalog_role AS r WHERE r.name = p_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'data table role % does not exist', quote_literal(left(p_name, 80))
-            USING ERRCODE = 'no_data_found', HINT = coalesce(format('Did you mean %s? ', quote_literal(
+            USING ERRCODE = 'no_data_found', HINT = coalesce('Did you mean ' || quote_literal(
                 datatable_roles.nearest_name(p_name, ARRAY(
-                    SELECT r.name FROM datatable_roles.catalog_role AS r ORDER BY r.name)))), '')
+                    SELECT r.name FROM datatable_roles.catalog_role AS r ORDER BY r.name))) || '? ', '')
                 || 'Create it with create_datatable_role.';
     END IF;
     RETURN found_role;
@@ -2816,6 +3375,26 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.require_workspace(p_workspace text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.reset_database_settings(p_login text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    db text;
+BEGIN
+    FOR db IN
+        SELECT pd.datname FROM pg_db_role_setting AS rs
+        JOIN pg_roles AS pr ON pr.oid = rs.setrole
+        JOIN pg_database AS pd ON pd.oid = rs.setdatabase
+        WHERE pr.rolname = p_login
+    LOOP
+        EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
+    END LOOP;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.reset_database_settings(p_login text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) RETURNS void
     LANGUAGE plpgsql
@@ -2850,6 +3429,54 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_dbname text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    known text;
+    resets text;
+BEGIN
+    SELECT s.password INTO known FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password <> '';
+    IF known IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT pg_catalog.string_agg(CASE WHEN rs.setdatabase = 0
+            THEN pg_catalog.format('ALTER ROLE %I RESET ALL', p_login)
+            ELSE pg_catalog.format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, pd.datname)
+        END, '; ')
+    INTO resets
+    FROM pg_catalog.pg_db_role_setting AS rs
+    JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
+    LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
+    WHERE pr.rolname = p_login AND (rs.setdatabase = 0 OR pd.datname IS NOT NULL);
+    IF 'datatable_roles_self' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    END IF;
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_self',
+            datatable_roles.conninfo_for(p_dbname, p_login, known) || ' options='
+            || datatable_roles.conninfo_value('-c role=none -c default_transaction_read_only=off'
+                || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
+                || ' -c idle_in_transaction_session_timeout=0'));
+    EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
+        OR invalid_authorization_specification THEN
+        RETURN false;
+    END;
+    BEGIN
+        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_self', resets);
+    EXCEPTION WHEN OTHERS THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+        RAISE;
+    END;
+    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    RETURN true;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) RETURNS integer
     LANGUAGE plpgsql
@@ -2901,15 +3528,9 @@ CREATE FUNCTION datatable_roles.revoke_database_grants(p_role text) RETURNS void
 DECLARE
     db text;
 BEGIN
-    FOR db IN
-        SELECT pd.datname FROM pg_shdepend AS sd
-        JOIN pg_database AS pd ON pd.oid = sd.objid
-        WHERE sd.refclassid = 'pg_authid'::regclass
-            AND sd.refobjid = to_regrole(quote_ident(p_role))
-            AND sd.classid = 'pg_database'::regclass
-            AND sd.deptype = 'a'
-        ORDER BY pd.datname
+    FOR db IN SELECT g.datname FROM datatable_roles.database_grants_of(p_role) AS g
     LOOP
+        PERFORM datatable_roles.lock_database_access(db);
         EXECUTE format('REVOKE ALL ON DATABASE %I FROM %I', db, p_role);
     END LOOP;
 END;
@@ -3064,6 +3685,15 @@ CREATE FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[])
 $$;
 
 ALTER FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.shell_word(p_word text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT CASE WHEN p_word ~ '^[A-Za-z0-9_.,:/@%+=-]+$' THEN p_word
+        ELSE '''' || replace(p_word, '''', '''\''''') || '''' END
+$_$;
+
+ALTER FUNCTION datatable_roles.shell_word(p_word text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
     LANGUAGE sql STABLE
@@ -3496,15 +4126,20 @@ DECLARE
     first_difference integer;
     audit_id bigint;
     conn text;
-    statement text;
+    run_as text [];
     n integer := 0;
 BEGIN
     PERFORM datatable_roles.require(apply_datatable_acl.statements, 'statements');
     entry := datatable_roles.acl_entry(apply_datatable_acl.workspace, apply_datatable_acl.datatable);
     -- One apply at a time per database: the second plans after the first committed.
     PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.acl:' || entry.dbname, 0));
+    -- A GRANT or REVOKE on the database rewrites its access list, as first
+    -- uses and the sweep do: PostgreSQL fails one of two such writers at once
+    -- with XX000 "tuple concurrently updated" (docs/lifecycle.md, locks).
+    PERFORM datatable_roles.lock_database_access(entry.dbname);
     plan := datatable_roles.acl_plan(entry, apply_datatable_acl.target, apply_datatable_acl.change);
     planned := ARRAY(SELECT jsonb_array_elements_text(plan -> 'statements'));
+    run_as := ARRAY(SELECT jsonb_array_elements_text(plan -> 'run_as'));
     IF planned IS DISTINCT FROM apply_datatable_acl.statements THEN
         SELECT min(i) INTO first_difference
         FROM generate_series(1, greatest(cardinality(planned), cardinality(apply_datatable_acl.statements))) AS i
@@ -3531,8 +4166,14 @@ BEGIN
     BEGIN
         PERFORM datatable_roles_dblink.dblink_exec(conn,
             'SET ROLE NONE; SET search_path = pg_catalog, pg_temp; BEGIN');
-        FOREACH statement IN ARRAY planned LOOP
-            PERFORM datatable_roles_dblink.dblink_exec(conn, statement);
+        FOR i IN 1 .. cardinality(planned) LOOP
+            -- As the object's owner, so that PostgreSQL records the owner as
+            -- grantor and a REVOKE removes the owner's grant (docs/acl.md).
+            IF run_as[i] IS NOT NULL THEN
+                PERFORM datatable_roles_dblink.dblink_exec(conn, format('SET ROLE %I', run_as[i]));
+            END IF;
+            PERFORM datatable_roles_dblink.dblink_exec(conn, planned[i]);
+            PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
             n := n + 1;
         END LOOP;
         PERFORM datatable_roles.fault_point('acl:before_remote_commit');
@@ -3636,6 +4277,10 @@ BEGIN
         'owner', datatable_roles.acl_label(entry, obj ->> 'owner'),
         'grants', datatable_roles.acl_grants(entry, obj -> 'grants'),
         'server_version_num', (snap ->> 'version')::integer);
+    IF obj ->> 'owner' = 'pg_database_owner' THEN
+        result := result || jsonb_build_object('owner_note',
+            'owned by pg_database_owner, which is the database''s owner: the admin login');
+    END IF;
     IF tkind = 'table' THEN
         result := result || jsonb_build_object(
             'row_security', (obj ->> 'row_security')::boolean,
@@ -3677,8 +4322,23 @@ CREATE FUNCTION public.drop_datatable_role(name text) RETURNS void
     AS $$
 DECLARE
     target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
+    held text;
     failed text [];
 BEGIN
+    -- The role's row first, as retirement and every resolve take it: no
+    -- resolve makes a login of it from here on, and none holds a lock this
+    -- drop takes later while waiting for the row.
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
+    -- Then the locks of the logins holding it (retired below), before the
+    -- access-list locks of the moves: a sweep or rotation of one of them
+    -- (its lock, then an access-list lock) cannot wait for this drop while
+    -- it waits for them.
+    FOR held IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[target.id] ORDER BY s.login
+    LOOP
+        PERFORM datatable_roles.lock_set_login(held);
+    END LOOP;
     -- In sessions of their own: DROP OWNED there also revokes the role's
     -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);
@@ -4182,6 +4842,7 @@ BEGIN
     WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
     -- Only the logins the package hands out, and the roles the operator
     -- grants CONNECT to, may connect to a data table's database.
+    PERFORM datatable_roles.lock_database_access(register_datatable.dbname);
     SELECT has_database_privilege('public', pd.oid, 'CONNECT') INTO public_connect
     FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
     IF public_connect THEN
@@ -4213,6 +4874,12 @@ BEGIN
                   HINT = 'Set its tenants to ''{}'' with set_datatable_role_tenants instead.';
     END IF;
     target := datatable_roles.require_role(remove_datatable_role.role);
+    -- The role's row first, as retirement and every resolve take it (then the
+    -- map rows, then each login's lock): a resolve making a login of it
+    -- finishes first and its login is retired below, or sees the removal;
+    -- and two removals of the role from data tables on one database run one
+    -- after the other, so the second sees the first's and retires.
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
     DELETE FROM datatable_roles.datatable_role AS m
     WHERE m.datatable_id = entry.id AND m.role_id = target.id;
     IF NOT FOUND THEN
@@ -5079,7 +5746,11 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_check_name(p_kind text, p_value jsonb
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_check_privileges(p_privileges jsonb, p_kind text, p_version integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_check_run_as(p_snapshot jsonb, p_run_as text[], p_schema text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_defaults_of(p_snapshot jsonb, p_creator text, p_objtype text, p_database boolean, p_all text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_disconnect() FROM PUBLIC;
 
@@ -5087,11 +5758,19 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable t
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_in_effect(p_action text, p_privileges text[], p_grants jsonb, p_grantor text, p_grantee text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_kind_privileges(p_kind text, p_version integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatable, p_role text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_live_code(p_entry datatable_roles.datatable, p_snapshot jsonb, p_role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_live_sql() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_per_owner(p_names text[], p_owners text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) FROM PUBLIC;
 
@@ -5107,6 +5786,10 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_role(p_entry datatable_roles.datatabl
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_role_kind(p_entry datatable_roles.datatable, p_role text, p_public boolean) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_runs_as_others(p_privileges text[], p_objects text, p_owner text, p_role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_show_command(p_entry datatable_roles.datatable) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_snapshot(p_entry datatable_roles.datatable, p_target jsonb, p_subject text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_some(p_names text[]) FROM PUBLIC;
@@ -5116,6 +5799,8 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_sql_grants(p_acl text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.acl_target(p_target jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_target_kind(p_target jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_unreachable(p_entry datatable_roles.datatable, p_what text, p_login text, p_why text, p_state text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_warning(p_code text, p_message text) FROM PUBLIC;
 
@@ -5131,11 +5816,15 @@ REVOKE ALL ON FUNCTION datatable_roles.check_name(p_kind text, p_value text) FRO
 
 REVOKE ALL ON FUNCTION datatable_roles.check_tenant_key(p_key text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.clear_identity_settings(p_login text, p_dbname text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.clock_now() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.conninfo_for(p_dbname text, p_login text, p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.conninfo_value(p_value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.database_grants_of(p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBLIC;
 
@@ -5183,6 +5872,8 @@ REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.guard_changes_roles() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.has_identity_setting(p_login text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key bytea, OUT outer_key bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
@@ -5196,6 +5887,10 @@ REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.link_login() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.live_set_login(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.lock_database_access(p_dbname text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.lock_set_login(p_login text) FROM PUBLIC;
 
@@ -5251,7 +5946,11 @@ REVOKE ALL ON FUNCTION datatable_roles.require_role(p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require_workspace(p_workspace text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.reset_database_settings(p_login text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) FROM PUBLIC;
 
@@ -5268,6 +5967,8 @@ REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterati
 REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.shell_word(p_word text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.status_report() FROM PUBLIC;
 

@@ -1,0 +1,11 @@
+-- depends: 0016_grants_editor
+-- functions: 0a3b6b73cd375aaed4970d11ce963d9fd8c071b702c266401b42d518992a99b7
+-- Issue 21 (an attack round) and the first fixes of issue 22: function changes
+-- only, which the post-apply hook installs. Resolve re-checks under lock that a
+-- set's roles are still mapped on the database (a removal cannot race it into a
+-- login that keeps the role); every change to a data table database's access
+-- list takes one advisory lock (no XX000 "tuple concurrently updated"); a
+-- login's own role or session_authorization setting is healed; the quarantine
+-- makes a range's subtype_diff inert; the grants editor refuses to hand live
+-- code to admin, warns on TRIGGER/MAINTAIN, runs each statement as the
+-- object's owner and leaves out what already holds. No table changes.
