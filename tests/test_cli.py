@@ -320,6 +320,8 @@ def test_sweep_with_nothing_to_do(env, capsys):
 
 def test_sweep_many_stale_logins_shows_a_progress_bar(env, capsys):
     roles = [env.new_role(f"s{i}") for i in range(7)]
+    for role in roles:  # a login is made only of roles mapped on its database
+        env.set_tenants(DT, role, [])
     ids = [r[0] for r in env.owner._rows(
         "SELECT id FROM datatable_roles.catalog_role WHERE name = ANY(%s) ORDER BY id",
         [roles])]

@@ -37,7 +37,7 @@ from psycopg import sql
 from .bench_config import Config, log
 from .bench_measure import Pgbench, Results, interleaved_tps, resolve_script
 from .bench_report import Row
-from .bench_world import Instance, World, connect
+from .bench_world import Instance, World, connect, map_on_database
 from .client import Client
 from .errors import DatatableRolesError
 from .scram import scram_sha256_verifier
@@ -178,6 +178,7 @@ def _make_stale(world: World, owner, step: int, count: int) -> tuple[list[str], 
     m = len(ids)
     if count > m or 2 * step >= m // 2:
         raise RuntimeError(f"{count} stale triples of {m} roles with step {step}")
+    map_on_database(owner, world.dt_db, ids)
     t0 = time.perf_counter()
     made = [client.ensure_set_login(world.dt_db,
                                     sorted([ids[i], ids[(i + step) % m], ids[(i + 2 * step) % m]]))

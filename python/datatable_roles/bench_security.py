@@ -14,7 +14,7 @@ from psycopg import sql
 from .bench_config import log
 from .bench_measure import Results
 from .bench_report import Row
-from .bench_world import World, connect
+from .bench_world import World, connect, map_on_database
 from .client import Client
 from .scram import scram_sha256_verifier
 
@@ -59,6 +59,7 @@ def one_role_logins(world: World, conn, count: int, offset: int) -> list[str]:
     ids = [r[0] for r in conn.execute(
         "SELECT r.id FROM datatable_roles.catalog_role AS r WHERE r.name LIKE %s"
         " ORDER BY r.id DESC OFFSET %s LIMIT %s", [world.large.prefix + "bulk%", offset, count])]
+    map_on_database(conn, world.dt_db, ids)
     return [client.ensure_set_login(world.dt_db, [i]) for i in ids]
 
 

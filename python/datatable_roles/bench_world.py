@@ -48,6 +48,19 @@ class Instance:
     jobs: dict[str, str] = field(default_factory=dict)    # short name -> job id
 
 
+def map_on_database(conn: psycopg.Connection, dbname: str, role_ids: list[int]) -> None:
+    """Puts these catalog roles (with no tenants) in the map of the first data table on
+    `dbname` where they are in none there: a login is only made for roles mapped on its
+    database (ensure_set_login refuses others with 40001, as a resolve racing a removal)."""
+    conn.execute(
+        "INSERT INTO datatable_roles.datatable_role (datatable_id, role_id)"
+        " SELECT (SELECT min(d.id) FROM datatable_roles.datatable AS d WHERE d.dbname = %s), r.id"
+        " FROM unnest(%s::bigint[]) AS r (id)"
+        " WHERE NOT EXISTS (SELECT FROM datatable_roles.datatable_role AS m"
+        "  JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id"
+        "  WHERE m.role_id = r.id AND d.dbname = %s)", [dbname, role_ids, dbname])
+
+
 def connect(conninfo: str) -> psycopg.Connection:
     return psycopg.connect(conninfo, autocommit=True)
 
@@ -309,6 +322,7 @@ class World:
                 "SELECT r.id FROM datatable_roles.catalog_role AS r WHERE r.name LIKE %s"
                 " ORDER BY r.id", [inst.prefix + "bulk%"])]
             m = len(ids)
+            map_on_database(conn, inst.dt_db, ids)
             made = {owner.ensure_set_login(inst.dt_db,
                                            [ids[(k - 1) % m], ids[(k + (k - 1) // m) % m]])
                     for k in range(1, n + 1)}

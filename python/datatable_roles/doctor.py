@@ -1056,7 +1056,8 @@ def _other_databases(ctx: _Context) -> list[str]:
         " AND NOT d.datname = ANY(%s)"
         " AND (d.datname IN ('postgres', 'template1') OR d.datname = current_database()"
         "  OR has_database_privilege('public', d.oid, 'CONNECT'))"
-        " ORDER BY 1", [ctx.databases])]
+        " ORDER BY d.datname NOT IN ('postgres', 'template1'), d.datname <> current_database(),"
+        " 1", [ctx.databases])]
 
 
 # ---- reach, tried -------------------------------------------------------------------------
@@ -1127,14 +1128,18 @@ def check_login_reach(ctx: _Context) -> list[Check]:
         return [Check("login_reach", True, "not checked: no live generated login to try "
                       "(none has been handed out yet)", skipped=True)]
     others = _other_databases(ctx)
-    reached, tried, not_tried = [], [], []
+    got_in: dict[str, list[str]] = {}  # database -> how it got in over each path
+    tried, not_tried = [], []
     for how, host in _reach_hosts(ctx):
         try:
-            reached += [f"{dbname} over the {how} ({got})" for dbname in others
-                        if (got := _try_login(ctx, host, dbname, login)) is not None]
+            for dbname in others:
+                if (got := _try_login(ctx, host, dbname, login)) is not None:
+                    got_in.setdefault(dbname, []).append(f"{how} ({got})")
             tried.append(how)
         except _NotTried as e:
             not_tried.append(f"{how} ({host}: {redact(str(e))})")
+    # postgres and template1 first (_other_databases' order), one entry per database
+    reached = [f"{dbname} over the {' and '.join(ways)}" for dbname, ways in got_in.items()]
     if reached:
         workers = [r[0] for r in ctx.rows(
             "SELECT w.name FROM datatable_roles.worker_role AS w WHERE w.kind = 'worker'"
