@@ -16,12 +16,13 @@
 --
 -- The names come from the package's tables, which the owner can write: the catalog
 -- keeps no record of who made a role, and pg_upgrade from 15 drops the grantor of
--- each membership (pg_dumpall dumps no grantors from a server before 16). So each role is checked in the catalog alone
--- first, and skipped with a WARNING naming it unless it is safe: no superuser,
--- REPLICATION, BYPASSRLS, CREATEROLE or CREATEDB, not predefined, and a member of
--- no such role, directly or not; ADMIN OPTION only on a NOLOGIN role or a login
--- named as the package names its set logins and link login (what CREATEROLE let the
--- owner grant on 15 anyway); grants to the link login only of roles the owner holds.
+-- each membership (pg_dumpall dumps no grantors from a server before 16). So each
+-- role is checked in the catalog alone first, and skipped with a WARNING naming it
+-- unless it is safe: no superuser, REPLICATION, BYPASSRLS, CREATEROLE or CREATEDB,
+-- not predefined, and a member of no such role, directly or not; ADMIN OPTION only
+-- on a NOLOGIN role or a login named as the package names its set logins and link
+-- login (what CREATEROLE let the owner grant on 15 anyway); grants to the link
+-- login only of roles the owner holds.
 \set ON_ERROR_STOP on
 
 SET search_path = pg_catalog, pg_temp;
