@@ -112,7 +112,14 @@ def test_a_range_subtype_diff_is_inert_after_its_objects_pass_to_the_admin(world
         past_unused_after(w)
         w.resolve("val")   # used meanwhile: only the attacker's login is unused
         report = sweep(w)
-        assert report["dropped"] == 1 and report["unfinished"] == [], report
+        # A login a sweep could not finish is finished by the next (docs/lifecycle.md): in
+        # a busy cluster autovacuum may be analyzing the planted table at that moment.
+        for _ in range(2):
+            if report["dropped"] == 1:
+                break
+            assert report["skipped"] == 0 and len(report["unfinished"]) == 1, str(report)
+            report = sweep(w)
+        assert report["dropped"] == 1 and report["unfinished"] == [], str(report)
     else:
         w.call("SELECT drop_datatable_role(%s)", [w.c])
         su.execute("DROP POLICY apac ON orders")   # names the dropped role (see test_hostile)
