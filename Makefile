@@ -8,7 +8,8 @@
 #   make lint    sqlfluff only (no cluster)
 #   make schema  regenerate sql/schema.sql from the migrations
 #   make migration NAME=x  start the next numbered migration, stamped with the digest of
-#                sql/functions/ (every function change ships with one: docs/operating.md)
+#                sql/functions/ and sql/directory/ (every function change ships with one:
+#                docs/operating.md)
 #   make clean   remove the virtualenv and caches
 
 VENV ?= .venv
@@ -72,9 +73,7 @@ migration:
 	@last=$$(cd $(MIGRATIONS) && ls [0-9]*.sql | LC_ALL=C sort | tail -n 1); \
 	next=$$(printf '%04d' $$(expr $${last%%_*} + 1)); \
 	file=$(MIGRATIONS)/$${next}_$(NAME).sql; \
-	digest=$$(cat $$(ls python/datatable_roles/sql/functions/*.sql | LC_ALL=C sort) \
-	              $$(ls python/datatable_roles/sql/directory/*.sql | LC_ALL=C sort) \
-	          | sha256sum | cut -c1-64); \
+	digest=$$($(VENV)/bin/python -m datatable_roles.sources); \
 	printf -- '-- depends: %s\n-- functions: %s\n-- What this migration changes, and why.\n' \
 	    "$${last%.sql}" "$$digest" > $$file; \
 	echo "wrote $$file"

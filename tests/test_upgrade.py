@@ -55,12 +55,12 @@ def install_release(cluster, dbname: str, commit: str, workdir: Path) -> list[st
     for name in ("migrations", "functions"):
         folder = release_path(commit, name)
         try:
-            names = git("ls-tree", "--name-only", f"{commit}:{folder}").split()
+            names = git("ls-tree", "-r", "--name-only", f"{commit}:{folder}").split()
         except subprocess.CalledProcessError:
             continue
-        (release / name).mkdir(parents=True)
         for n in names:
-            if n != "__pycache__":
+            if "__pycache__" not in n:
+                (release / name / n).parent.mkdir(parents=True, exist_ok=True)
                 (release / name / n).write_text(git("show", f"{commit}:{folder}/{n}"))
     (release / "bootstrap.sql").write_text(git("show", f"{commit}:{release_path(commit, 'bootstrap.sql')}"))
     with cluster.connect_super() as conn:

@@ -23,11 +23,9 @@ exist. :func:`check_installed` is the same reading for the commands that need an
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -36,24 +34,13 @@ from psycopg.conninfo import conninfo_to_dict
 from yoyo import get_backend, read_migrations
 
 from .errors import NotInstalled, PermissionDenied
+from .sources import (BOOTSTRAP_SQL, DIRECTORY_DIR, MIGRATIONS_DIR, SQL_DIR,  # noqa: F401
+                      function_files, functions_digest)
 
 # yoyo's backend for psycopg 3 (plain postgresql:// would load psycopg2).
 YOYO_SCHEME = "postgresql+psycopg"
 
-SQL_DIR = Path(str(resources.files("datatable_roles").joinpath("sql")))
-MIGRATIONS_DIR = SQL_DIR / "migrations"
-FUNCTIONS_DIR = SQL_DIR / "functions"
-DIRECTORY_DIR = SQL_DIR / "directory"
 DIRECTORIES = ("builtin", *sorted(p.stem for p in DIRECTORY_DIR.glob("*.sql")))
-BOOTSTRAP_SQL = SQL_DIR / "bootstrap.sql"
-
-
-def functions_digest() -> str:
-    """The digest sql/migrations/post-apply.py records in ``settings.functions_sha256`` (and
-    ``make migration`` stamps): sha256 over the function files in file-name order, then the
-    directory adapters."""
-    sources = sorted(FUNCTIONS_DIR.glob("*.sql")) + sorted(DIRECTORY_DIR.glob("*.sql"))
-    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
 
 
 def yoyo_url(conninfo_or_url: str) -> str:
@@ -113,8 +100,8 @@ def use_directory(cursor, name: str) -> None:
     loudly before it replaces the seam functions; 'builtin' puts the package's own seam back.
     Then the u/ tenant keys are reconciled with the directory now read
     (docs/integration.md)."""
-    source = (FUNCTIONS_DIR / "10_directory_seam.sql" if name == "builtin"
-              else DIRECTORY_DIR / f"{name}.sql")
+    source = (next(p for p in function_files() if p.name == "10_directory_seam.sql")
+              if name == "builtin" else DIRECTORY_DIR / f"{name}.sql")
     cursor.execute(source.read_text(encoding="utf-8"))
     cursor.execute("UPDATE datatable_roles.settings SET directory = %s", (name,))
     cursor.execute("SELECT public.reconcile_directory()")

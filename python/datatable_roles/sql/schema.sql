@@ -5550,6 +5550,14 @@ CREATE TABLE datatable_roles.datatable_role_set (
 
 ALTER TABLE datatable_roles.datatable_role_set OWNER TO dtr_owner;
 
+CREATE TABLE datatable_roles.entry_point (
+    signature text NOT NULL,
+    caller text NOT NULL,
+    CONSTRAINT entry_point_caller_check CHECK ((caller = ANY (ARRAY['worker'::text, 'directory'::text, 'acl'::text, 'owner'::text])))
+);
+
+ALTER TABLE datatable_roles.entry_point OWNER TO dtr_owner;
+
 CREATE TABLE datatable_roles.folder_access (
     workspace text NOT NULL,
     folder text NOT NULL,
@@ -5595,6 +5603,13 @@ CREATE TABLE datatable_roles.link_credential (
 );
 
 ALTER TABLE datatable_roles.link_credential OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.remote_script (
+    name text NOT NULL,
+    body text NOT NULL
+);
+
+ALTER TABLE datatable_roles.remote_script OWNER TO dtr_owner;
 
 CREATE TABLE datatable_roles.settings (
     singleton boolean DEFAULT true NOT NULL,
@@ -5677,6 +5692,9 @@ ALTER TABLE ONLY datatable_roles.datatable_role_set
 ALTER TABLE ONLY datatable_roles.datatable
     ADD CONSTRAINT datatable_workspace_name_key UNIQUE (workspace, name);
 
+ALTER TABLE ONLY datatable_roles.entry_point
+    ADD CONSTRAINT entry_point_pkey PRIMARY KEY (signature);
+
 ALTER TABLE ONLY datatable_roles.folder_access
     ADD CONSTRAINT folder_access_pkey PRIMARY KEY (workspace, folder, principal);
 
@@ -5688,6 +5706,9 @@ ALTER TABLE ONLY datatable_roles.job_perms
 
 ALTER TABLE ONLY datatable_roles.link_credential
     ADD CONSTRAINT link_credential_pkey PRIMARY KEY (singleton);
+
+ALTER TABLE ONLY datatable_roles.remote_script
+    ADD CONSTRAINT remote_script_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY datatable_roles.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (singleton);
