@@ -18,7 +18,7 @@ APT_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
                 postgresql-15-plpgsql-check pgbouncer
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.deps-installed
-DEVCLUSTER := $(VENV)/bin/python -m datatable_roles.devcluster
+DEVCLUSTER := $(VENV)/bin/python -m datatable_roles_lab.devcluster
 
 .PHONY: deps apt-deps pg-bin test demo bench lint schema migration clean
 
@@ -39,9 +39,11 @@ apt-deps:
 	         $(SUDO) apt-get install -y -q --no-install-recommends $$missing; }; \
 	fi
 
-$(STAMP): requirements.txt python/pyproject.toml
+# The product (python/) and the lab (lab/: throwaway clusters, dev PgBouncer, demo, bench),
+# both editable; `pip install ./python` installs the product alone.
+$(STAMP): requirements.txt python/pyproject.toml lab/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -e python/
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -e python/ -e lab/
 	touch $@
 
 # The PostgreSQL versions of `make test` (`make test PG=17` for one).
@@ -56,10 +58,10 @@ test: deps pg-bin
 	DTR_PYTHON=$(VENV)/bin/python bash tests/matrix.sh $(PG)
 
 demo: deps
-	$(VENV)/bin/python -m datatable_roles demo
+	$(VENV)/bin/python -m datatable_roles_lab.demo
 
 bench: deps
-	$(VENV)/bin/python -m datatable_roles.bench
+	$(VENV)/bin/python -m datatable_roles_lab.bench
 
 lint: $(STAMP)
 	DTR_PYTHON=$(VENV)/bin/python bash tests/run_checks.sh lint

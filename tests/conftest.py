@@ -1,6 +1,6 @@
 """pytest fixtures against a throwaway PostgreSQL cluster (the helpers are in support.py).
 
-Inside `python -m datatable_roles.devcluster run -- ...` the cluster comes from the exported
+Inside `python -m datatable_roles_lab.devcluster run -- ...` the cluster comes from the exported
 PG*/DTR_* variables; otherwise the session starts (and at the end removes) its own.
 """
 
@@ -10,13 +10,13 @@ import secrets
 
 import pytest
 
-from datatable_roles.devcluster import Cluster
+from datatable_roles_lab.devcluster import Cluster
 from support import Scratch, build_world
 
 
 @pytest.fixture(scope="session")
 def cluster():
-    """The cluster: a datatable_roles.devcluster.Cluster (host/port/owner/worker/template,
+    """The cluster: a datatable_roles_lab.devcluster.Cluster (host/port/owner/worker/template,
     owner_password, worker_password, log_path, conninfo(...), superuser_conninfo(db),
     connect_super(db), set_setting(name, value))."""
     if Cluster.env_present():

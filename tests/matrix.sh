@@ -47,7 +47,7 @@ for version in "${versions[@]}"; do
     echo "== PostgreSQL $version ($(server_bin "$version"))" >>"$results"
     start=$SECONDS
     DTR_PG_BIN=$(server_bin "$version") DTR_RESULTS=$results \
-        "$PYTHON" -m datatable_roles.devcluster run -- bash tests/run_checks.sh "${steps[@]}" \
+        "$PYTHON" -m datatable_roles_lab.devcluster run -- bash tests/run_checks.sh "${steps[@]}" \
         || status=1
     echo "   PostgreSQL $version took $((SECONDS - start)) s" >>"$results"
 done

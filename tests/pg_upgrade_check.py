@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 import pytest
 
-from datatable_roles.devcluster import Cluster
+from datatable_roles_lab.devcluster import Cluster
 from datatable_roles.migrate import SQL_DIR, migrate
 
 from support import ORDERS, DataTableDB

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All checks of `make test`, in order: sqlfluff, plpgsql_check, pg_prove, pytest.
-# Run inside `python -m datatable_roles.devcluster run -- bash tests/run_checks.sh`, which
+# Run inside `python -m datatable_roles_lab.devcluster run -- bash tests/run_checks.sh`, which
 # exports PGHOST/PGPORT/PGUSER (superuser over the socket) and the DTR_* variables.
 # Steps can be named: `bash tests/run_checks.sh lint` (sqlfluff alone, no cluster needed),
 # `... run -- bash tests/run_checks.sh pytest`.
@@ -79,7 +79,7 @@ for step in "${steps[@]}"; do
     esac
     [[ $step == lint ]] && step=sqlfluff
     if [[ $step != sqlfluff ]]; then
-        : "${PGHOST:?run this inside: python -m datatable_roles.devcluster run -- bash $0}"
+        : "${PGHOST:?run this inside: python -m datatable_roles_lab.devcluster run -- bash $0}"
     fi
     start=$SECONDS
     log=$(mktemp)

@@ -40,7 +40,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from datatable_roles.client import Client, role_option
-from datatable_roles.devcluster import Cluster
+from datatable_roles_lab.devcluster import Cluster
 from datatable_roles.migrate import SQL_DIR, migrate
 
 WS = "acme"        # every world's workspace, unless it names another

@@ -52,15 +52,16 @@ def test_usage_and_help_exit_codes(capsys):
     code, _, err = run(capsys, "explain", "not-a-uuid", "main")
     assert code == 2 and "not a UUID" in err
     assert run(capsys, "no-such-command")[0] == 2
+    assert run(capsys, "demo")[0] == 2  # the lab's (make demo), not the installed CLI's
     assert run(capsys, "sweep", "--bogus")[0] == 2
     code, out, _ = run(capsys, "--version")
     assert code == 0 and "datatable-roles" in out
-    for command in ("migrate", "status", "explain", "sweep", "lint-policies", "demo"):
+    for command in ("migrate", "status", "explain", "sweep", "lint-policies"):
         code, out, _ = run(capsys, command, "--help")
         assert code == 0 and "--json" in out
 
 
-COMMANDS = ("migrate", "status", "explain", "sweep", "lint-policies", "demo")
+COMMANDS = ("migrate", "status", "explain", "sweep", "lint-policies")
 
 
 def test_help_describes_each_command_and_every_exit_code(capsys):
@@ -89,7 +90,7 @@ def test_module_and_console_script_entry_points():
     proc = subprocess.run([sys.executable, "-m", "datatable_roles", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
-    for command in ("migrate", "status", "explain", "sweep", "lint-policies", "demo"):
+    for command in ("migrate", "status", "explain", "sweep", "lint-policies"):
         assert command in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "datatable_roles"], capture_output=True,
                           text=True, timeout=60)
@@ -106,7 +107,9 @@ def test_every_environment_variable_the_package_reads_is_documented():
     wrapper = (REPO / "docs" / "wrapper.md").read_text()
     documented = set(re.findall(r"`((?:DTR_|PG)[A-Z_]+)`", wrapper))
     read = set()
-    for source in (REPO / "python" / "datatable_roles").glob("*.py"):
+    sources = [*(REPO / "python" / "datatable_roles").rglob("*.py"),
+               *(REPO / "lab" / "datatable_roles_lab").rglob("*.py")]
+    for source in sources:
         read |= set(re.findall(r"""["']((?:DTR_|PG)[A-Z_]+)["']""", source.read_text()))
     assert read and read <= documented, read - documented
     assert "DTR_MIGRATIONS" not in read
@@ -148,7 +151,7 @@ def test_migrate_a_fresh_database(cluster, capsys, uid):
 
 
 def cluster_bootstrap():
-    from datatable_roles.devcluster import BOOTSTRAP_SQL
+    from datatable_roles.migrate import BOOTSTRAP_SQL
     return BOOTSTRAP_SQL
 
 

@@ -1,5 +1,5 @@
-"""`datatable-roles demo` end to end (what `make demo` runs), so that it cannot rot: a
-subprocess that starts its own cluster, and the key lines of its tour."""
+"""The lab's demo end to end (`python -m datatable_roles_lab.demo`, what `make demo` runs), so
+that it cannot rot: a subprocess that starts its own cluster, and the key lines of its tour."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 
 def run_demo(*extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "datatable_roles", *extra, "demo"],
+    return subprocess.run([sys.executable, "-m", "datatable_roles_lab.demo", *extra],
                           capture_output=True, text=True, timeout=600)
 
 

@@ -1,12 +1,12 @@
 """`pip install ./python` (not editable) into a fresh virtualenv gives a `datatable-roles`
-command that works without the repository: its SQL (bootstrap, migrations, function sources)
-and its demo come from the installed package.
+command that works without the repository: its SQL (bootstrap, migrations, function sources
+of every tier) comes from the installed package, and the lab (lab/: throwaway clusters, the
+dev PgBouncer, the demo, the bench) is not in it.
 
 One venv for the module (python3 -m venv, then pip install with requirements.txt's pins as
 constraints, from PyPI or the machine's configured wheel sources; about a minute). Every
 command runs from an empty temporary directory with no PYTHONPATH, so nothing of the
-repository can be imported by accident. The demo runs in full (a few seconds: it starts its
-own cluster), which proves that its SQL and files are found in the install.
+repository can be imported by accident.
 """
 
 from __future__ import annotations
@@ -151,12 +151,27 @@ def test_installed_cli_migrates_a_fresh_metadata_database(venv, cluster, uid):
                 conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(link)))
 
 
-def test_installed_cli_runs_the_demo(venv):
-    proc = venv.run(venv.cli, "demo", timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    assert re.search(r"metadata database dtr_demo_meta: bootstrap, then \d+ migrations", out)
-    assert len(re.findall(r"^\d+\. .*\n=+$", out, flags=re.M)) == 10
-    assert "REFUSED (R5)" in out and "the cluster is stopped and removed" in out
-    m = re.search(r"^  in (/\S+)$", out, flags=re.M)
-    assert m and not Path(m.group(1)).exists()
+# What the lab holds (lab/datatable_roles_lab), by module name: none of it may ship.
+LAB_MODULE = re.compile(r"(^|/)(devcluster|pgbouncer|demo|bench\w*)\.py$|(^|/)bench/"
+                        r"|datatable_roles_lab")
+
+
+def test_the_wheel_ships_the_product_and_no_lab(venv):
+    """The wheel's file list (its RECORD): no bench, dev cluster, PgBouncer runner or demo
+    module; every function source of each tier (core, remote, api) and every remote script."""
+    files = json.loads(venv.py(
+        "import json, importlib.metadata as m;"
+        "print(json.dumps([str(f) for f in m.files('datatable-roles')]))"))
+    assert "datatable_roles/cli.py" in files and "datatable_roles/doctor/__init__.py" in files
+    assert [f for f in files if LAB_MODULE.search(f)] == []
+    proc = venv.run(venv.python, "-c", "import datatable_roles_lab")
+    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr
+    proc = venv.run(venv.cli, "demo")  # the demo is the lab's: `make demo`
+    assert proc.returncode == 2 and "invalid choice: 'demo'" in proc.stderr
+    functions = SQL_SRC / "functions"
+    for tier in ("core", "remote", "api", "remote/scripts"):
+        wanted = {f"datatable_roles/sql/functions/{tier}/{p.name}"
+                  for p in (functions / tier).glob("*.sql")}
+        if tier != "remote/scripts" or (functions / tier).is_dir():
+            assert wanted, f"no SQL in sql/functions/{tier}"
+        assert wanted <= set(files), sorted(wanted - set(files))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
-from datatable_roles.devcluster import dump_schema, schema_snapshot
+from datatable_roles_lab.devcluster import dump_schema, schema_snapshot
 from datatable_roles.migrate import (MIGRATIONS_DIR, SQL_DIR, functions_digest, migrate,
                                      yoyo_url)
 

@@ -17,8 +17,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from datatable_roles.pgbouncer import (AUTH_QUERY, PgBouncer, create_auth_user, install_auth,
-                                       pgbouncer_binary, pgbouncer_version)
+from datatable_roles_lab.pgbouncer import (AUTH_QUERY, PgBouncer, create_auth_user, install_auth,
+                                           pgbouncer_binary, pgbouncer_version)
 from datatable_roles.scram import scram_sha256_verifier
 from support import World, connect
 

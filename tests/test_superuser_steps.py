@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from datatable_roles.devcluster import PG_CLIENT_BIN
+from datatable_roles_lab.devcluster import PG_CLIENT_BIN
 from datatable_roles.migrate import SQL_DIR
 
 from support import connect

@@ -30,7 +30,7 @@ import pytest
 from psycopg import sql
 from yoyo import get_backend, read_migrations
 
-from datatable_roles.devcluster import dump_schema
+from datatable_roles_lab.devcluster import dump_schema
 from datatable_roles.migrate import MIGRATIONS_DIR, SQL_DIR, migrate, yoyo_url
 
 from test_migrations import LANDED, RELEASE_0_1_0, git

@@ -2,7 +2,7 @@
 
 Commands: migrate, status, explain, sweep, lint-policies, doctor, register-datatable,
 set-admin-password, usable-roles, preview-change, acl (show, plan, apply), sql-file,
-verifier, demo. Global options: ``--dsn``
+verifier. Global options: ``--dsn``
 (libpq conninfo or URL of the metadata database, for every command; empty: the PG*
 environment variables) and ``--json`` (machine output; also accepted after the command).
 Exit codes (:data:`EXIT_CODES`): 0 ok, 1 error, 2 usage, 3 the answer is no (explain: a
@@ -13,8 +13,9 @@ on stderr, or with --json as ``{"error": ...}`` on stdout.
 status, sweep and lint-policies call owner-only functions and so run as the package owner;
 explain also works as the worker role; acl as the owner or a role given grant_acl_editor.
 acl apply asks before it applies (--yes: not; without a terminal it refuses). Each command
-but migrate and demo first checks that the metadata database has the package
-(migrate.check_installed). Nothing prints a password.
+but migrate first checks that the metadata database has the package
+(migrate.check_installed). Nothing prints a password. The demo is the lab's (``make demo``),
+not a command of the installed package.
 
 This module is the argument parser and one small function per command; the SQL calls are
 the client's (client.py), the text is render.py's, the sweep's bar progress.py's and the
@@ -40,7 +41,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from . import render
 from .client import Client
-from .demo import run_demo
 from .doctor import run_doctor
 from .errors import DatatableRolesError, UnknownObject, map_error, redact
 from .migrate import DIRECTORIES, SQL_DIR, check_installed, migrate
@@ -378,12 +378,6 @@ def cmd_doctor(args: argparse.Namespace) -> Output:
     return Output(report.to_dict(), report.render(), EXIT_OK if report.ok else EXIT_NO)
 
 
-def cmd_demo(args: argparse.Namespace) -> Output:
-    # Text mode streams the tour as it goes; --json prints the collected record at the end.
-    data = run_demo(stream=None if args.json else sys.stdout)
-    return Output(data, "", EXIT_OK if data.get("ok") else EXIT_ERROR)
-
-
 # ---- parser and main --------------------------------------------------------------------
 
 
@@ -556,13 +550,6 @@ def build_parser() -> argparse.ArgumentParser:
                 "PASSWORD '<verifier>': the server stores the verifier as is, so the password "
                 "is in no statement and no log. Needs no --dsn.", parents=(common, secret))
     p.set_defaults(func=cmd_verifier, parser=p, prepare=read_secret)
-
-    p = command("demo", "a tour on a throwaway cluster: per-viewer rows under each default",
-                "Starts a throwaway PostgreSQL cluster, installs the package, builds a sample "
-                "workspace and shows, per viewer and per kind of default role, the login a "
-                "connection resolves to and the rows it sees; then removes the cluster. "
-                "Needs no --dsn.", parents=(common,))
-    p.set_defaults(func=cmd_demo)
     return parser
 
 

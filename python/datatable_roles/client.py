@@ -15,8 +15,8 @@ role, and what they create belongs to the role). A connection refused for a bad 
 (someone changed the login's password between the resolve and the connection) is retried
 once: :meth:`Client.connect` resolves again, which heals the login, and logs a warning.
 
-This module holds every SQL string that calls the package's functions: the CLI, the demo and
-the bench call these methods. Every call binds its values as parameters; no value is ever
+This module holds every SQL string that calls the package's functions: the CLI, and the lab's
+demo and bench, call these methods. Every call binds its values as parameters; no value is ever
 formatted into SQL text. Errors
 arrive as the classes of :mod:`datatable_roles.errors`. Each call runs in a transaction of its
 own when the metadata connection is idle (or in autocommit); a call made inside a transaction

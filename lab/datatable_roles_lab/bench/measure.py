@@ -20,13 +20,14 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from .bench_config import Config, log
-from .bench_report import Row
-from .bench_world import Instance, World, connect
-from .client import Client
-from .devcluster import PG_CLIENT_BIN, Cluster
-from .errors import DatatableRolesError
-from .scram import scram_sha256_verifier
+from datatable_roles.client import Client
+from datatable_roles.errors import DatatableRolesError
+from datatable_roles.scram import scram_sha256_verifier
+
+from ..devcluster import PG_CLIENT_BIN, Cluster
+from .config import Config, log
+from .report import Row
+from .world import Instance, World, connect
 
 PGBENCH = PG_CLIENT_BIN / "pgbench"
 RLS_QUERY = "SELECT count(*) FROM orders"

@@ -11,12 +11,13 @@ import time
 
 from psycopg import sql
 
-from .bench_config import log
-from .bench_measure import Results
-from .bench_report import Row
-from .bench_world import World, connect, map_on_database
-from .client import Client
-from .scram import scram_sha256_verifier
+from datatable_roles.client import Client
+from datatable_roles.scram import scram_sha256_verifier
+
+from .config import log
+from .measure import Results
+from .report import Row
+from .world import World, connect, map_on_database
 
 HEAL_CALLS = 2_000
 

@@ -7,8 +7,8 @@ Library::
 
 Command line::
 
-    python -m datatable_roles.devcluster run [--keep] [--log-statement all] -- CMD...
-    python -m datatable_roles.devcluster schema --output sql/schema.sql
+    python -m datatable_roles_lab.devcluster run [--keep] [--log-statement all] -- CMD...
+    python -m datatable_roles_lab.devcluster schema --output sql/schema.sql
 
 The cluster lives in a fresh directory under /tmp (``$DTR_TMPDIR``) owned by ``postgres``.
 As root, only initdb and pg_ctl run as ``postgres`` (via runuser); everything that reads the
@@ -44,8 +44,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from .migrate import BOOTSTRAP_SQL, SQL_DIR, migrate
-from .scram import scram_sha256_verifier
+from datatable_roles.migrate import BOOTSTRAP_SQL, SQL_DIR, migrate
+from datatable_roles.scram import scram_sha256_verifier
 
 # Server programs (initdb, pg_ctl, postgres) of the version under test, and client programs
 # (psql, pg_dump, pgbench) at least as new as the server: pg_dump refuses newer servers.
@@ -536,7 +536,7 @@ def _cmd_schema(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m datatable_roles.devcluster",
+    parser = argparse.ArgumentParser(prog="python -m datatable_roles_lab.devcluster",
                                      description="Throwaway PostgreSQL cluster for tests.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start a cluster, run CMD against it, tear it down")

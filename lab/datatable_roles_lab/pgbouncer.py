@@ -35,9 +35,10 @@ from pathlib import Path
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from datatable_roles.migrate import SQL_DIR
+from datatable_roles.scram import scram_sha256_verifier
+
 from .devcluster import Cluster, _free_port, _is_root
-from .migrate import SQL_DIR
-from .scram import scram_sha256_verifier
 
 PGBOUNCER_AUTH_SQL = SQL_DIR / "pgbouncer-auth.sql"
 AUTH_QUERY = "SELECT usename, passwd FROM datatable_roles_pgbouncer.lookup($1)"

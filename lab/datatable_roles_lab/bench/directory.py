@@ -34,14 +34,15 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from .bench_config import log
-from .bench_measure import Pgbench, Results, interleaved_tps
-from .bench_report import Row
-from .bench_world import Instance, World, connect
-from .client import Client
-from .migrate import SQL_DIR, migrate
+from datatable_roles.client import Client
+from datatable_roles.migrate import SQL_DIR, migrate
 
-WINDMILL_SCHEMA = (Path(__file__).resolve().parents[2] / "tests" / "windmill"
+from .config import log
+from .measure import Pgbench, Results, interleaved_tps
+from .report import Row
+from .world import Instance, World, connect
+
+WINDMILL_SCHEMA = (Path(__file__).resolve().parents[3] / "tests" / "windmill"
                    / "windmill_schema.sql")
 WS = "ws"
 VIEWER = "vera"

@@ -34,13 +34,14 @@ from datetime import timedelta
 
 from psycopg import sql
 
-from .bench_config import Config, log
-from .bench_measure import Pgbench, Results, interleaved_tps, resolve_script
-from .bench_report import Row
-from .bench_world import Instance, World, connect, map_on_database
-from .client import Client
-from .errors import DatatableRolesError
-from .scram import scram_sha256_verifier
+from datatable_roles.client import Client
+from datatable_roles.errors import DatatableRolesError
+from datatable_roles.scram import scram_sha256_verifier
+
+from .config import Config, log
+from .measure import Pgbench, Results, interleaved_tps, resolve_script
+from .report import Row
+from .world import Instance, World, connect, map_on_database
 
 LOGIN_BATCH = 1_000          # logins per COMMIT (and per GRANT) of the bulk build
 EMPTY_SWEEP_CAP_FACTOR = 10  # a sweep with nothing to drop may run this many sweep caps
@@ -66,7 +67,7 @@ def add_scale_logins(world: World, n: int) -> str:
     table database (see the module doc); returns a summary of the build (also logged).
 
     The pairs are (k mod m, k mod m + d) with gaps d from above those of the sweep's stale
-    logins (bench_world.make_stale_logins, gap 1 + (k - 1) // m), so that no pair is a set
+    logins (world.make_stale_logins, gap 1 + (k - 1) // m), so that no pair is a set
     login the world already has."""
     inst, cfg = world.large, world.cfg
     t0 = time.monotonic()

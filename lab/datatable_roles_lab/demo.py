@@ -1,4 +1,5 @@
-"""``datatable-roles demo`` (and ``make demo``): a short tour on a throwaway cluster.
+"""``make demo`` (``python -m datatable_roles_lab.demo [--json]``): a short tour on a throwaway
+cluster.
 
 It starts its own PostgreSQL cluster (devcluster.Cluster), installs the package into a
 metadata database (bootstrap + migrations), builds a small workspace and one data table whose
@@ -14,6 +15,7 @@ cluster-wide; the demo owns its cluster.
 
 from __future__ import annotations
 
+import argparse
 import secrets
 import sys
 import time
@@ -24,13 +26,14 @@ from typing import Any, TextIO
 import psycopg
 from psycopg import sql
 
-from .client import Client, Resolution
+from datatable_roles.client import Client, Resolution
+from datatable_roles.errors import DatatableRolesError, Refused
+from datatable_roles.policy_lint import lint_databases
+from datatable_roles.render import (format_table, render_acl_applied, render_acl_plan,
+                                    render_explain, render_lint, render_status, to_json)
+from datatable_roles.scram import scram_sha256_verifier
+
 from .devcluster import Cluster
-from .errors import DatatableRolesError, Refused
-from .policy_lint import lint_databases
-from .render import (format_table, render_acl_applied, render_acl_plan, render_explain,
-                     render_lint, render_status)
-from .scram import scram_sha256_verifier
 
 META_DB = "dtr_demo_meta"
 DT_DB = "dt_main"
@@ -542,5 +545,18 @@ def run_demo(stream: TextIO | None = sys.stdout) -> dict[str, Any]:
     return record
 
 
+def main(argv: list[str] | None = None) -> int:
+    """Text mode streams the tour as it goes; --json prints the collected record at the end."""
+    parser = argparse.ArgumentParser(prog="python -m datatable_roles_lab.demo",
+                                     description="A tour on a throwaway cluster: per-viewer "
+                                     "rows under each kind of default role.")
+    parser.add_argument("--json", action="store_true", help="print the record as JSON")
+    args = parser.parse_args(argv)
+    record = run_demo(stream=None if args.json else sys.stdout)
+    if args.json:
+        print(to_json(record))
+    return 0 if record.get("ok") else 1
+
+
 if __name__ == "__main__":
-    sys.exit(0 if run_demo().get("ok") else 1)
+    sys.exit(main())

@@ -14,11 +14,12 @@ import time
 
 import psycopg
 
-from .bench_config import log
-from .bench_report import Row
-from .bench_world import World, connect
-from .client import Client
-from .pgbouncer import PgBouncer, create_auth_user, install_auth, pgbouncer_version
+from datatable_roles.client import Client
+
+from ..pgbouncer import PgBouncer, create_auth_user, install_auth, pgbouncer_version
+from .config import log
+from .report import Row
+from .world import World, connect
 
 RLS_QUERY = "SELECT count(*) FROM orders"
 

@@ -17,10 +17,10 @@ import time
 
 from psycopg import sql
 
-from .bench_config import log
-from .bench_measure import Pgbench, Results, interleaved_tps, resolve_script
-from .bench_report import Row
-from .bench_world import Instance, World, connect
+from .config import log
+from .measure import Pgbench, Results, interleaved_tps, resolve_script
+from .report import Row
+from .world import Instance, World, connect
 
 ANCHOR = """
 CREATE OR REPLACE FUNCTION public.bench_anchor(k integer)

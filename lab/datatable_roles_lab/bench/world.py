@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from .bench_config import Config, log
-from .client import Client
-from .devcluster import Cluster
-from .scram import scram_sha256_verifier
+from datatable_roles.client import Client
+from datatable_roles.scram import scram_sha256_verifier
+
+from ..devcluster import Cluster
+from .config import Config, log
 
 
 @dataclass

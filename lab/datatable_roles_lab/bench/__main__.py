@@ -1,6 +1,6 @@
 """`make bench`: the speed ratios of README.md, Benchmarks, measured in one run on one cluster.
 
-    python -m datatable_roles.bench [--quick] [--attach]
+    python -m datatable_roles_lab.bench [--quick] [--attach]
 
 Starts a throwaway cluster (devcluster.Cluster), builds two metadata databases (a small
 directory and a large one) and one data table database, then measures each figure as a ratio
@@ -11,9 +11,9 @@ and whether it is met. ``--quick`` is a smaller version (a smoke test, under a m
 
 The exit status is 0 whatever the figures are; it is non-zero only when the bench could not run.
 
-The pieces: bench_config.py (sizes), bench_world.py (what is measured against),
-bench_measure.py (the measurements), bench_report.py (the table); this module runs them in
-order.
+The pieces: config.py (sizes), world.py (what is measured against), measure.py (the
+measurements), report.py (the table) and the rows of anchor, directory, scale, security and
+pgbouncer.py; this module runs them in order.
 """
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from .bench_anchor import measure_anchor
-from .bench_config import FULL, QUICK, Config, log
-from .bench_directory import measure_directory
-from .bench_measure import (Pgbench, Results, measure_connect, measure_first_use,
-                            measure_resolve, measure_sweep, measure_touch)
-from .bench_pgbouncer import measure_pgbouncer
-from .bench_report import render_table
-from .bench_scale import measure_concurrency, measure_scale_logins
-from .bench_security import measure_heal_check, measure_quarantine_sweep, measure_rotation
-from .bench_world import World
-from .devcluster import Cluster
+from ..devcluster import Cluster
+from .anchor import measure_anchor
+from .config import FULL, QUICK, Config, log
+from .directory import measure_directory
+from .measure import (Pgbench, Results, measure_connect, measure_first_use,
+                      measure_resolve, measure_sweep, measure_touch)
+from .pgbouncer import measure_pgbouncer
+from .report import render_table
+from .scale import measure_concurrency, measure_scale_logins
+from .security import measure_heal_check, measure_quarantine_sweep, measure_rotation
+from .world import World
 
 SHARED_CLUSTER_NOTE = ("All instances share the cluster, so its roles (catalog roles, set logins "
                        "of the sweep) are there during every measurement.")
@@ -85,14 +85,14 @@ def run(cluster: Cluster, cfg: Config, command: str, quick: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m datatable_roles.bench",
+    parser = argparse.ArgumentParser(prog="python -m datatable_roles_lab.bench",
                                      description="Speed ratios of README.md, Benchmarks.")
     parser.add_argument("--quick", action="store_true", help="a smaller run (smoke test)")
     parser.add_argument("--attach", action="store_true",
                         help="use the cluster of an enclosing `devcluster run`")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
-    command = "python -m datatable_roles.bench" + (" --quick" if args.quick else "")
+    command = "python -m datatable_roles_lab.bench" + (" --quick" if args.quick else "")
     if args.attach:
         cluster = Cluster.from_env()
     else:

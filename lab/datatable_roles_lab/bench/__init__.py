@@ -1,0 +1,1 @@
+"""``make bench``: the speed ratios of README.md, Benchmarks (``__main__`` runs them)."""
