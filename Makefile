@@ -3,8 +3,8 @@
 #                and plpgsql_check (15) + pg_prove + pytest on a throwaway cluster of each
 #                of PG="15 16 17 18" in turn
 #   make demo    install what is missing, then a tour on a throwaway cluster: per-viewer
-#                rows under each kind of default role
-#   make bench   the speed ratios of README.md, on a throwaway cluster (a few minutes)
+#                rows under each kind of default role (the lab's: lab/)
+#   make bench   the speed ratios of README.md, on a throwaway cluster (a few minutes; lab/)
 #   make lint    sqlfluff only (no cluster)
 #   make schema  regenerate sql/schema.sql from the migrations
 #   make migration NAME=x  start the next numbered migration, stamped with the digest of
@@ -81,5 +81,5 @@ migration:
 	echo "wrote $$file"
 
 clean:
-	rm -rf $(VENV) .pytest_cache tests/.pytest_cache .hypothesis python/*.egg-info
+	rm -rf $(VENV) .pytest_cache tests/.pytest_cache .hypothesis python/*.egg-info lab/*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
