@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 0a3b6b73cd375aaed4970d11ce963d9fd8c071b702c266401b42d518992a99b7
+-- functions: cf85d73b20664efeabf3ef32bba75b4db6c6578b79b5bf5fb895e30034d3ce75
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
