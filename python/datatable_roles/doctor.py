@@ -20,9 +20,9 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
 - ``migrations``: every migration of this package applied, none unknown to it;
 - ``functions_digest``: ``settings.functions_sha256`` is the digest of this package's
   function sources (what sql/migrations/post-apply.py records);
-- ``worker_grants``: each worker role of ``worker_role`` may run the four run-time calls
-  and connect to the metadata database, and reads nothing else (no superuser, not a
-  member of the owner);
+- ``worker_grants``: each worker role of ``worker_role`` may run the worker's calls (the
+  ``'worker'`` rows of ``datatable_roles.entry_point``) and connect to the metadata
+  database, and reads nothing else (no superuser, not a member of the owner);
 - ``datatable_link`` (per data table database): the package's link login logs in there,
   as the package's own dblink sessions do (``datatable_roles.login_fails``), and holds each
   admin login of that database;
@@ -74,15 +74,6 @@ from .policy_lint import policy_findings
 
 __all__ = ["Check", "DoctorReport", "run_doctor", "HbaRule", "hba_first_match"]
 
-# The calls grant_worker gives the worker role (sql/functions/80_operations.sql,
-# grant_calls 'worker'): the four run-time calls and usable_datatable_roles.
-WORKER_FUNCTIONS = (
-    "public.record_job_start(uuid, text, text, text, text, uuid)",
-    "public.resolve_datatable_role(uuid, text, text, boolean)",
-    "public.explain_datatable_role(uuid, text, text)",
-    "public.cached_result_path(uuid, text, jsonb)",
-    "public.usable_datatable_roles(text, text, text)",
-)
 GUARD = "datatable_roles_guard.verifier_is(text, text)"
 # Methods with which a login whose password is a SCRAM verifier authenticates by password
 # (md5 lines fall back to SCRAM for SCRAM verifiers). dblink, for a non-superuser, needs a
@@ -673,8 +664,22 @@ def check_functions_digest(ctx: _Context) -> list[Check]:
 
 # ---- the worker -------------------------------------------------------------------------
 
+def worker_functions(ctx: _Context) -> list[str]:
+    """The calls grant_worker gives: the 'worker' rows of datatable_roles.entry_point, which
+    sql/functions/api/95_worker.sql records (none before migration 0018)."""
+    if not ctx.value("SELECT to_regclass('datatable_roles.entry_point') IS NOT NULL"):
+        return []
+    return [s for (s,) in ctx.rows("SELECT e.signature FROM datatable_roles.entry_point AS e"
+                                   " WHERE e.caller = 'worker' ORDER BY e.signature")]
+
+
 def check_worker_grants(ctx: _Context) -> list[Check]:
-    missing_fns = [f for f in WORKER_FUNCTIONS
+    worker_fns = worker_functions(ctx)
+    if not worker_fns:
+        return [Check("worker_grants", False,
+                      "no run-time function is recorded (datatable_roles.entry_point)",
+                      MIGRATE_FIX)]
+    missing_fns = [f for f in worker_fns
                    if ctx.value("SELECT to_regprocedure(%s) IS NULL", [f])]
     workers = ctx.rows(
         "SELECT w.name, r.oid IS NOT NULL, coalesce(r.rolsuper, false),"
@@ -696,7 +701,7 @@ def check_worker_grants(ctx: _Context) -> list[Check]:
             gone.append(name)
             continue
         live.append(name)
-        lacking = [f.split("(")[0].removeprefix("public.") for f in WORKER_FUNCTIONS
+        lacking = [f.split("(")[0].removeprefix("public.") for f in worker_fns
                    if not ctx.value("SELECT has_function_privilege(%s, %s, 'EXECUTE')",
                                     [name, f])]
         if not connect:
