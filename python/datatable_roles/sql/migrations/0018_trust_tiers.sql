@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: cf85d73b20664efeabf3ef32bba75b4db6c6578b79b5bf5fb895e30034d3ce75
+-- functions: 156a44bb7a2e3a4ce62c8d1b93db98fb6ba581925c4f3248b560ba58bd2c973d
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

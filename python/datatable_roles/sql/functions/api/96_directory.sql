@@ -174,17 +174,9 @@ AS $$
 DECLARE
     ws text := sync_workspace_directory.workspace;
     d jsonb := sync_workspace_directory.directory;
-    users jsonb;          -- the users taken: [{username, email, is_admin}]
-    rejected jsonb;
-    judged jsonb;         -- memberships, then grants, each with its reason (null: taken)
-    gone text;
-    n_removed integer := 0;
-    n_updated integer;
-    n_added integer;
-    g_removed integer;
-    g_added integer;
-    f_removed integer;
-    f_changed integer;
+    u record;
+    g record;
+    f record;
 BEGIN
     PERFORM datatable_roles.require_own_directory();
     PERFORM datatable_roles.check_name('workspace', ws);
@@ -197,140 +189,14 @@ BEGIN
                   HINT = 'Give all three, empty when there are none: {"users": [], "groups": {}, "folders": {}}.';
     END IF;
     INSERT INTO datatable_roles.workspace (name) VALUES (ws) ON CONFLICT DO NOTHING;
-
-    -- Users.
-    WITH given AS (
-        SELECT e.value AS item, e.value ->> 'username' AS username, e.value ->> 'email' AS email,
-            e.value -> 'is_admin' AS is_admin
-        FROM jsonb_array_elements(d -> 'users') AS e (value)
-    ), judged AS (
-        SELECT g.*, CASE
-            WHEN jsonb_typeof(g.item) <> 'object' THEN 'not an object'
-            WHEN g.username IS NULL OR NOT datatable_roles.name_ok(g.username) THEN 'invalid username'
-            WHEN g.email IS NULL OR NOT datatable_roles.email_ok(g.email) THEN 'invalid email'
-            WHEN coalesce(jsonb_typeof(g.is_admin), 'boolean') <> 'boolean' THEN 'is_admin is not a boolean'
-            WHEN count(*) OVER (PARTITION BY g.username) > 1 THEN 'username given more than once'
-            WHEN count(*) OVER (PARTITION BY lower(g.email)) > 1 THEN 'email shared by several users'
-        END AS reason
-        FROM given AS g
-    )
-    SELECT coalesce(jsonb_agg(jsonb_build_object('kind', 'user', 'item', j.item, 'reason', j.reason))
-            FILTER (WHERE j.reason IS NOT NULL), '[]'),
-        coalesce(jsonb_agg(jsonb_build_object('username', j.username, 'email', j.email,
-            'is_admin', coalesce(j.is_admin, 'false'))) FILTER (WHERE j.reason IS NULL), '[]')
-    INTO rejected, users
-    FROM judged AS j;
-
-    FOR gone IN
-        SELECT u.username FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = ws AND NOT EXISTS (
-            SELECT FROM jsonb_array_elements(users) AS v (value)
-            WHERE v.value ->> 'username' = u.username)
-        ORDER BY u.username
-    LOOP
-        PERFORM public.remove_workspace_user(ws, gone);
-        n_removed := n_removed + 1;
-    END LOOP;
-    -- Emails that change are parked first (no '@': no real email), so that
-    -- two users may swap emails under the unique (workspace, lower(email)).
-    UPDATE datatable_roles.workspace_user AS u SET email = '#' || u.incarnation
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    WHERE u.workspace = ws AND u.username = v.username AND u.email <> v.email;
-    UPDATE datatable_roles.workspace_user AS u SET email = v.email, is_admin = v.is_admin
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    WHERE u.workspace = ws AND u.username = v.username
-        AND (u.email <> v.email OR u.is_admin <> v.is_admin);
-    GET DIAGNOSTICS n_updated = ROW_COUNT;
-    INSERT INTO datatable_roles.workspace_user (workspace, username, email, is_admin)
-    SELECT ws, v.username, v.email, v.is_admin
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    ON CONFLICT ON CONSTRAINT workspace_user_pkey DO NOTHING;
-    GET DIAGNOSTICS n_added = ROW_COUNT;
-
-    -- Group memberships: judged once, then split into rejected and taken.
-    WITH given AS (
-        SELECT g.key AS group_name, g.value AS members, m.value AS member
-        FROM jsonb_each(d -> 'groups') AS g
-        LEFT JOIN LATERAL jsonb_array_elements(
-            CASE WHEN jsonb_typeof(g.value) = 'array' THEN g.value ELSE '[null]' END
-        ) AS m (value) ON true
-        WHERE NOT (jsonb_typeof(g.value) = 'array' AND m.value IS NULL)  -- an empty group
-    )
-    SELECT coalesce(jsonb_agg(jsonb_build_object('group_name', g.group_name, 'member', g.member,
-        'reason', CASE
-            WHEN jsonb_typeof(g.members) <> 'array' THEN 'a group is an array of usernames'
-            WHEN NOT datatable_roles.name_ok(g.group_name) THEN 'invalid group name'
-            WHEN jsonb_typeof(g.member) IS DISTINCT FROM 'string' THEN 'a member is a username'
-            WHEN NOT EXISTS (SELECT FROM jsonb_array_elements(users) AS v (value)
-                WHERE v.value -> 'username' = g.member) THEN 'not a user of the workspace'
-        END)), '[]')
-    INTO judged
-    FROM given AS g;
-    rejected := rejected || coalesce((
-        SELECT jsonb_agg(jsonb_build_object('kind', 'group_member', 'item',
-            jsonb_build_object('group', j.value -> 'group_name', 'member', j.value -> 'member'),
-            'reason', j.value -> 'reason'))
-        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
-    DELETE FROM datatable_roles.group_member AS gm
-    WHERE gm.workspace = ws AND NOT EXISTS (
-        SELECT FROM jsonb_array_elements(judged) AS j (value)
-        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'group_name' = gm.group_name
-            AND j.value ->> 'member' = gm.username);
-    GET DIAGNOSTICS g_removed = ROW_COUNT;
-    INSERT INTO datatable_roles.group_member (workspace, group_name, username)
-    SELECT ws, j.value ->> 'group_name', j.value ->> 'member'
-    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS g_added = ROW_COUNT;
-
-    -- Folder grants, the same way.
-    WITH given AS (
-        SELECT f.key AS folder, f.value AS grants, p.key AS principal, p.value AS access
-        FROM jsonb_each(d -> 'folders') AS f
-        LEFT JOIN LATERAL jsonb_each(
-            CASE WHEN jsonb_typeof(f.value) = 'object' THEN f.value ELSE '{"": null}' END
-        ) AS p ON true
-        WHERE NOT (jsonb_typeof(f.value) = 'object' AND p.key IS NULL)  -- an empty folder
-    )
-    SELECT coalesce(jsonb_agg(jsonb_build_object('folder', g.folder, 'principal', g.principal,
-        'access', g.access, 'reason', CASE
-            WHEN jsonb_typeof(g.grants) <> 'object' THEN 'a folder is an object of principal: access'
-            WHEN NOT datatable_roles.name_ok(g.folder) THEN 'invalid folder name'
-            WHEN g.principal !~ '^[ug]/' OR NOT datatable_roles.name_ok(substr(g.principal, 3))
-                THEN 'a principal is u/<username> or g/<group>'
-            WHEN g.access IS NULL OR g.access NOT IN ('"owner"', '"write"', '"read"')
-                THEN 'access is owner, write or read'
-            WHEN starts_with(g.principal, 'u/') AND NOT EXISTS (
-                SELECT FROM jsonb_array_elements(users) AS v (value)
-                WHERE v.value ->> 'username' = substr(g.principal, 3))
-                THEN 'not a user of the workspace'
-        END)), '[]')
-    INTO judged
-    FROM given AS g;
-    rejected := rejected || coalesce((
-        SELECT jsonb_agg(jsonb_build_object('kind', 'folder_grant', 'item',
-            jsonb_build_object('folder', j.value -> 'folder', 'principal', j.value -> 'principal',
-                'access', j.value -> 'access'),
-            'reason', j.value -> 'reason'))
-        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
-    DELETE FROM datatable_roles.folder_access AS fa
-    WHERE fa.workspace = ws AND NOT EXISTS (
-        SELECT FROM jsonb_array_elements(judged) AS j (value)
-        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'folder' = fa.folder
-            AND j.value ->> 'principal' = fa.principal);
-    GET DIAGNOSTICS f_removed = ROW_COUNT;
-    INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
-    SELECT ws, j.value ->> 'folder', j.value ->> 'principal', j.value ->> 'access'
-    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
-    ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access
-    WHERE fa.access <> excluded.access;
-    GET DIAGNOSTICS f_changed = ROW_COUNT;
-
+    SELECT * INTO u FROM datatable_roles.sync_users(ws, d -> 'users');
+    SELECT * INTO g FROM datatable_roles.sync_group_members(ws, d -> 'groups', u.taken);
+    SELECT * INTO f FROM datatable_roles.sync_folder_grants(ws, d -> 'folders', u.taken);
     RETURN jsonb_build_object('workspace', ws,
-        'users', jsonb_build_object('added', n_added, 'updated', n_updated, 'removed', n_removed),
-        'group_members', jsonb_build_object('added', g_added, 'removed', g_removed),
-        'folder_grants', jsonb_build_object('added_or_changed', f_changed, 'removed', f_removed),
-        'rejected', rejected);
+        'users', jsonb_build_object('added', u.added, 'updated', u.updated, 'removed', u.removed),
+        'group_members', jsonb_build_object('added', g.added, 'removed', g.removed),
+        'folder_grants', jsonb_build_object('added_or_changed', f.changed, 'removed', f.removed),
+        'rejected', u.rejected || g.rejected || f.rejected);
 END;
 $$;
 

@@ -152,3 +152,175 @@ BEGIN
     END IF;
 END;
 $$;
+
+-- sync_workspace_directory (api/96_directory.sql), in three steps. Each
+-- judges its part of the input, reports what it cannot take in rejected
+-- ([{kind, item, reason}], in input order) and brings the tables to the
+-- rest. Users first: the users taken ([{username, email, is_admin}]) are
+-- what the memberships and grants may name; users not given are removed like
+-- remove_workspace_user (keys forgotten).
+CREATE OR REPLACE FUNCTION datatable_roles.sync_users(
+    p_workspace text, p_users jsonb,
+    OUT taken jsonb, OUT rejected jsonb, OUT added integer, OUT updated integer,
+    OUT removed integer
+)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    gone text;
+BEGIN
+    removed := 0;
+    WITH given AS (
+        SELECT e.value AS item, e.value ->> 'username' AS username, e.value ->> 'email' AS email,
+            e.value -> 'is_admin' AS is_admin
+        FROM jsonb_array_elements(p_users) AS e (value)
+    ), judged AS (
+        SELECT g.*, CASE
+            WHEN jsonb_typeof(g.item) <> 'object' THEN 'not an object'
+            WHEN g.username IS NULL OR NOT datatable_roles.name_ok(g.username) THEN 'invalid username'
+            WHEN g.email IS NULL OR NOT datatable_roles.email_ok(g.email) THEN 'invalid email'
+            WHEN coalesce(jsonb_typeof(g.is_admin), 'boolean') <> 'boolean' THEN 'is_admin is not a boolean'
+            WHEN count(*) OVER (PARTITION BY g.username) > 1 THEN 'username given more than once'
+            WHEN count(*) OVER (PARTITION BY lower(g.email)) > 1 THEN 'email shared by several users'
+        END AS reason
+        FROM given AS g
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('kind', 'user', 'item', j.item, 'reason', j.reason))
+            FILTER (WHERE j.reason IS NOT NULL), '[]'),
+        coalesce(jsonb_agg(jsonb_build_object('username', j.username, 'email', j.email,
+            'is_admin', coalesce(j.is_admin, 'false'))) FILTER (WHERE j.reason IS NULL), '[]')
+    INTO rejected, taken
+    FROM judged AS j;
+
+    FOR gone IN
+        SELECT u.username FROM datatable_roles.workspace_user AS u
+        WHERE u.workspace = p_workspace AND NOT EXISTS (
+            SELECT FROM jsonb_array_elements(taken) AS v (value)
+            WHERE v.value ->> 'username' = u.username)
+        ORDER BY u.username
+    LOOP
+        PERFORM public.remove_workspace_user(p_workspace, gone);
+        removed := removed + 1;
+    END LOOP;
+    -- Emails that change are parked first (no '@': no real email), so that
+    -- two users may swap emails under the unique (workspace, lower(email)).
+    UPDATE datatable_roles.workspace_user AS u SET email = '#' || u.incarnation
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = p_workspace AND u.username = v.username AND u.email <> v.email;
+    UPDATE datatable_roles.workspace_user AS u SET email = v.email, is_admin = v.is_admin
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = p_workspace AND u.username = v.username
+        AND (u.email <> v.email OR u.is_admin <> v.is_admin);
+    GET DIAGNOSTICS updated = ROW_COUNT;
+    INSERT INTO datatable_roles.workspace_user (workspace, username, email, is_admin)
+    SELECT p_workspace, v.username, v.email, v.is_admin
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    ON CONFLICT ON CONSTRAINT workspace_user_pkey DO NOTHING;
+    GET DIAGNOSTICS added = ROW_COUNT;
+END;
+$$;
+
+-- Group memberships: judged once (reason null: taken), then split into
+-- rejected and taken; memberships not taken are removed.
+CREATE OR REPLACE FUNCTION datatable_roles.sync_group_members(
+    p_workspace text, p_groups jsonb, p_users jsonb,
+    OUT rejected jsonb, OUT added integer, OUT removed integer
+)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    judged jsonb;
+BEGIN
+    WITH given AS (
+        SELECT g.key AS group_name, g.value AS members, m.value AS member
+        FROM jsonb_each(p_groups) AS g
+        LEFT JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(g.value) = 'array' THEN g.value ELSE '[null]' END
+        ) AS m (value) ON true
+        WHERE NOT (jsonb_typeof(g.value) = 'array' AND m.value IS NULL)  -- an empty group
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('group_name', g.group_name, 'member', g.member,
+        'reason', CASE
+            WHEN jsonb_typeof(g.members) <> 'array' THEN 'a group is an array of usernames'
+            WHEN NOT datatable_roles.name_ok(g.group_name) THEN 'invalid group name'
+            WHEN jsonb_typeof(g.member) IS DISTINCT FROM 'string' THEN 'a member is a username'
+            WHEN NOT EXISTS (SELECT FROM jsonb_array_elements(p_users) AS v (value)
+                WHERE v.value -> 'username' = g.member) THEN 'not a user of the workspace'
+        END)), '[]')
+    INTO judged
+    FROM given AS g;
+    rejected := coalesce((
+        SELECT jsonb_agg(jsonb_build_object('kind', 'group_member', 'item',
+            jsonb_build_object('group', j.value -> 'group_name', 'member', j.value -> 'member'),
+            'reason', j.value -> 'reason'))
+        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
+    DELETE FROM datatable_roles.group_member AS gm
+    WHERE gm.workspace = p_workspace AND NOT EXISTS (
+        SELECT FROM jsonb_array_elements(judged) AS j (value)
+        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'group_name' = gm.group_name
+            AND j.value ->> 'member' = gm.username);
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    INSERT INTO datatable_roles.group_member (workspace, group_name, username)
+    SELECT p_workspace, j.value ->> 'group_name', j.value ->> 'member'
+    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS added = ROW_COUNT;
+END;
+$$;
+
+-- Folder grants, the same way; a grant taken replaces the principal's access.
+CREATE OR REPLACE FUNCTION datatable_roles.sync_folder_grants(
+    p_workspace text, p_folders jsonb, p_users jsonb,
+    OUT rejected jsonb, OUT changed integer, OUT removed integer
+)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    judged jsonb;
+BEGIN
+    WITH given AS (
+        SELECT f.key AS folder, f.value AS grants, p.key AS principal, p.value AS access
+        FROM jsonb_each(p_folders) AS f
+        LEFT JOIN LATERAL jsonb_each(
+            CASE WHEN jsonb_typeof(f.value) = 'object' THEN f.value ELSE '{"": null}' END
+        ) AS p ON true
+        WHERE NOT (jsonb_typeof(f.value) = 'object' AND p.key IS NULL)  -- an empty folder
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('folder', g.folder, 'principal', g.principal,
+        'access', g.access, 'reason', CASE
+            WHEN jsonb_typeof(g.grants) <> 'object' THEN 'a folder is an object of principal: access'
+            WHEN NOT datatable_roles.name_ok(g.folder) THEN 'invalid folder name'
+            WHEN g.principal !~ '^[ug]/' OR NOT datatable_roles.name_ok(substr(g.principal, 3))
+                THEN 'a principal is u/<username> or g/<group>'
+            WHEN g.access IS NULL OR g.access NOT IN ('"owner"', '"write"', '"read"')
+                THEN 'access is owner, write or read'
+            WHEN starts_with(g.principal, 'u/') AND NOT EXISTS (
+                SELECT FROM jsonb_array_elements(p_users) AS v (value)
+                WHERE v.value ->> 'username' = substr(g.principal, 3))
+                THEN 'not a user of the workspace'
+        END)), '[]')
+    INTO judged
+    FROM given AS g;
+    rejected := coalesce((
+        SELECT jsonb_agg(jsonb_build_object('kind', 'folder_grant', 'item',
+            jsonb_build_object('folder', j.value -> 'folder', 'principal', j.value -> 'principal',
+                'access', j.value -> 'access'),
+            'reason', j.value -> 'reason'))
+        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
+    DELETE FROM datatable_roles.folder_access AS fa
+    WHERE fa.workspace = p_workspace AND NOT EXISTS (
+        SELECT FROM jsonb_array_elements(judged) AS j (value)
+        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'folder' = fa.folder
+            AND j.value ->> 'principal' = fa.principal);
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
+    SELECT p_workspace, j.value ->> 'folder', j.value ->> 'principal', j.value ->> 'access'
+    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
+    ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access
+    WHERE fa.access <> excluded.access;
+    GET DIAGNOSTICS changed = ROW_COUNT;
+END;
+$$;
