@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 156a44bb7a2e3a4ce62c8d1b93db98fb6ba581925c4f3248b560ba58bd2c973d
+-- functions: bf46f2df9ff40945243735c05ec1a6e674960d62621a1c0e211c808f37b544ca
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

@@ -25,7 +25,7 @@ BEGIN
 END;
 $$;
 
--- A preview (preview_datatable_role_change, 92_role_preview.sql) runs the
+-- A preview (preview_datatable_role_change, api/98_owner.sql) runs the
 -- real change in a subtransaction it always rolls back. Everything the change
 -- does is undone with it but ending sessions, which is not transactional: so
 -- while previewing, end_sessions_of (the one place that ends sessions) only
