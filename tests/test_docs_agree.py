@@ -137,6 +137,17 @@ def test_entry_point_is_what_the_grants_give_and_the_docs_list(cluster, meta_db_
                 drop_role(cluster, role)
 
 
+def test_grant_calls_refuses_a_kind_with_no_recorded_calls(cluster, meta_db_module):
+    """Before the api files have recorded a kind's calls, grant_calls says so (55000) rather
+    than grant nothing or fail on a malformed GRANT."""
+    with psycopg.connect(meta_db_module.owner_conninfo) as conn:
+        conn.execute("DELETE FROM datatable_roles.entry_point WHERE caller = 'acl'")
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState,
+                           match="no acl calls are recorded"):
+            conn.execute("SELECT datatable_roles.grant_acl_editor(%s)", [cluster.worker])
+        conn.rollback()
+
+
 def test_every_public_function_is_one_entry_point(cluster, meta_db_module):
     """Every function the owner owns in schema public, and every operator function sql-api.md
     documents in schema datatable_roles, has exactly one row, and every row is one of them."""

@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: bf46f2df9ff40945243735c05ec1a6e674960d62621a1c0e211c808f37b544ca
+-- functions: d595bedf325b87c5f2b6c26dab23754ab946e466bf903b3f600cbdc13243253f
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

@@ -28,6 +28,8 @@ RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
+DECLARE
+    calls text;
 BEGIN
     PERFORM datatable_roles.require(p_role, 'role');
     IF p_kind IS NULL OR p_kind NOT IN ('worker', 'directory', 'acl') THEN
@@ -39,9 +41,14 @@ BEGIN
             USING ERRCODE = 'no_data_found';
     END IF;
     -- Exactly the entry points of the kind (api/95-97), in one statement.
-    EXECUTE (SELECT format('GRANT EXECUTE ON FUNCTION %s TO %I',
-        string_agg(e.signature, ', ' ORDER BY e.signature), p_role)
-        FROM datatable_roles.entry_point AS e WHERE e.caller = p_kind);
+    SELECT string_agg(e.signature, ', ' ORDER BY e.signature) INTO calls
+    FROM datatable_roles.entry_point AS e WHERE e.caller = p_kind;
+    IF calls IS NULL THEN  -- only before the post-apply hook has loaded the api files
+        RAISE EXCEPTION 'no % calls are recorded', p_kind
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run datatable-roles migrate as the package owner.';
+    END IF;
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', calls, p_role);
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_role);
     INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_role, p_kind)
     ON CONFLICT DO NOTHING;
