@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: d595bedf325b87c5f2b6c26dab23754ab946e466bf903b3f600cbdc13243253f
+-- functions: 32738210bc956fb522ad20d94406fd7acb818ac6e19b160ccc601de792a979dc
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

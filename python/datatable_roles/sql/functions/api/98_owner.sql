@@ -1,9 +1,10 @@
 -- The package owner's calls: the role catalog, the data tables and their
 -- role maps, the sweep and the drop of a catalog role, the previews, the
 -- grants of the other callers' calls, and the status report. Nobody else is
--- granted them (a superuser may run them too, and then acts as the owner:
--- the public ones are SECURITY DEFINER). The operator functions in schema
--- datatable_roles are called by their qualified names.
+-- granted them. The public ones but validate_role_name and the sweep
+-- procedure are SECURITY DEFINER, so a superuser who runs one acts as the
+-- owner. The operator functions in schema datatable_roles are called by
+-- their qualified names.
 
 -- docs/sql-api.md: non-empty, at most 63 bytes, ASCII letters, digits, '_'
 -- and '-', and not (case-insensitively) admin, postgres, public or a name
