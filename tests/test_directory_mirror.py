@@ -1,5 +1,5 @@
 """Mirror mode (settings.directory = 'builtin'): the platform writes the package's own
-directory tables through the SQL calls of sql/functions/15_directory.sql, and the rules read
+directory tables through the SQL calls of sql/functions/api/96_directory.sql, and the rules read
 them through the seam. Against the real cluster:
 
 - removals are idempotent: removing what is absent returns false and changes nothing, so a

@@ -20,9 +20,9 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
 - ``migrations``: every migration of this package applied, none unknown to it;
 - ``functions_digest``: ``settings.functions_sha256`` is the digest of this package's
   function sources (what sql/migrations/post-apply.py records);
-- ``worker_grants``: each worker role of ``worker_role`` may run the four run-time calls
-  and connect to the metadata database, and reads nothing else (no superuser, not a
-  member of the owner);
+- ``worker_grants``: each worker role of ``worker_role`` may run the worker's calls (the
+  ``'worker'`` rows of ``datatable_roles.entry_point``) and connect to the metadata
+  database, and reads nothing else (no superuser, not a member of the owner);
 - ``datatable_link`` (per data table database): the package's link login logs in there,
   as the package's own dblink sessions do (``datatable_roles.login_fails``), and holds each
   admin login of that database;
@@ -54,7 +54,7 @@ The CLI's ``doctor`` command: ``datatable-roles --dsn <owner's metadata DSN> doc
 when every check passed, 1 otherwise.
 
 One module per area: ``owner``; ``install`` (bootstrap, migrations, functions_digest);
-``worker`` (worker_grants, and :data:`WORKER_FUNCTIONS`, the worker's calls); ``datatables``
+``worker`` (worker_grants); ``datatables``
 (datatable_link, admin_password); ``connect`` (connect_grants); ``hba`` (pg_hba and
 :func:`hba_first_match`); ``reach`` (login_reach); ``policies``. ``report`` holds
 :class:`Check` and :class:`DoctorReport`, ``context`` what every check reads, ``quoting``
@@ -78,10 +78,9 @@ from .policies import check_policies
 from .quoting import _error_text
 from .reach import check_login_reach
 from .report import Check, DoctorReport
-from .worker import WORKER_FUNCTIONS, check_worker_grants
+from .worker import check_worker_grants
 
-__all__ = ["Check", "DoctorReport", "run_doctor", "HbaRule", "hba_first_match",
-           "WORKER_FUNCTIONS"]
+__all__ = ["Check", "DoctorReport", "run_doctor", "HbaRule", "hba_first_match"]
 
 # A statement of the doctor never waits longer than this (a login attempt to a host that
 # does not answer, a lock).

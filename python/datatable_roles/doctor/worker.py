@@ -1,5 +1,6 @@
-"""``worker_grants``: each worker role may run the worker's calls (:data:`WORKER_FUNCTIONS`)
-and connect to the metadata database, and reads nothing else."""
+"""``worker_grants``: each worker role may run the worker's calls (the ``'worker'`` rows of
+``datatable_roles.entry_point``) and connect to the metadata database, and reads nothing
+else."""
 
 from __future__ import annotations
 
@@ -8,21 +9,22 @@ from .quoting import _ident, _literal, _names
 from .report import Check
 
 
-# The calls grant_worker gives the worker role (sql/functions/80_operations.sql,
-# grant_calls 'worker'): the four run-time calls and usable_datatable_roles.
-WORKER_FUNCTIONS = (
-    "public.record_job_start(uuid, text, text, text, text, uuid)",
-    "public.resolve_datatable_role(uuid, text, text, boolean)",
-    "public.explain_datatable_role(uuid, text, text)",
-    "public.cached_result_path(uuid, text, jsonb)",
-    "public.usable_datatable_roles(text, text, text)",
-)
+def worker_functions(ctx: _Context) -> list[str]:
+    """The calls grant_worker gives: the 'worker' rows of datatable_roles.entry_point, which
+    sql/functions/api/95_worker.sql records (none before migration 0018)."""
+    if not ctx.value("SELECT to_regclass('datatable_roles.entry_point') IS NOT NULL"):
+        return []
+    return [s for (s,) in ctx.rows("SELECT e.signature FROM datatable_roles.entry_point AS e"
+                                   " WHERE e.caller = 'worker' ORDER BY e.signature")]
 
-
-# ---- the worker -------------------------------------------------------------------------
 
 def check_worker_grants(ctx: _Context) -> list[Check]:
-    missing_fns = [f for f in WORKER_FUNCTIONS
+    worker_fns = worker_functions(ctx)
+    if not worker_fns:
+        return [Check("worker_grants", False,
+                      "no run-time function is recorded (datatable_roles.entry_point)",
+                      MIGRATE_FIX)]
+    missing_fns = [f for f in worker_fns
                    if ctx.value("SELECT to_regprocedure(%s) IS NULL", [f])]
     workers = ctx.rows(
         "SELECT w.name, r.oid IS NOT NULL, coalesce(r.rolsuper, false),"
@@ -44,7 +46,7 @@ def check_worker_grants(ctx: _Context) -> list[Check]:
             gone.append(name)
             continue
         live.append(name)
-        lacking = [f.split("(")[0].removeprefix("public.") for f in WORKER_FUNCTIONS
+        lacking = [f.split("(")[0].removeprefix("public.") for f in worker_fns
                    if not ctx.value("SELECT has_function_privilege(%s, %s, 'EXECUTE')",
                                     [name, f])]
         if not connect:

@@ -2104,6 +2104,8 @@ CREATE FUNCTION datatable_roles.grant_calls(p_role text, p_kind text) RETURNS vo
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
+DECLARE
+    calls text;
 BEGIN
     PERFORM datatable_roles.require(p_role, 'role');
     IF p_kind IS NULL OR p_kind NOT IN ('worker', 'directory', 'acl') THEN
@@ -2114,25 +2116,15 @@ BEGIN
         RAISE EXCEPTION 'role % does not exist', quote_literal(left(p_role, 80))
             USING ERRCODE = 'no_data_found';
     END IF;
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', CASE p_kind
-        WHEN 'worker' THEN 'public.record_job_start(uuid, text, text, text, text, uuid),'
-            || ' public.resolve_datatable_role(uuid, text, text, boolean),'
-            || ' public.explain_datatable_role(uuid, text, text),'
-            || ' public.cached_result_path(uuid, text, jsonb),'
-            || ' public.usable_datatable_roles(text, text, text)'
-        WHEN 'directory' THEN 'public.add_workspace(text),'
-            || ' public.add_workspace_user(text, text, text, boolean),'
-            || ' public.remove_workspace_user(text, text),'
-            || ' public.add_group_member(text, text, text),'
-            || ' public.remove_group_member(text, text, text),'
-            || ' public.set_folder_access(text, text, text, text),'
-            || ' public.sync_workspace_directory(text, jsonb),'
-            || ' public.forget_workspace_user(text, text),'
-            || ' public.reconcile_directory()'
-        WHEN 'acl' THEN 'public.datatable_acl(text, text, jsonb),'
-            || ' public.plan_datatable_acl(text, text, jsonb, jsonb),'
-            || ' public.apply_datatable_acl(text, text, jsonb, jsonb, text[])'
-        END, p_role);
+    -- Exactly the entry points of the kind (api/95-97), in one statement.
+    SELECT string_agg(e.signature, ', ' ORDER BY e.signature) INTO calls
+    FROM datatable_roles.entry_point AS e WHERE e.caller = p_kind;
+    IF calls IS NULL THEN  -- only before the post-apply hook has loaded the api files
+        RAISE EXCEPTION 'no % calls are recorded', p_kind
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run datatable-roles migrate as the package owner.';
+    END IF;
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', calls, p_role);
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), p_role);
     INSERT INTO datatable_roles.worker_role (name, kind) VALUES (p_role, p_kind)
     ON CONFLICT DO NOTHING;
@@ -3695,6 +3687,15 @@ $_$;
 
 ALTER FUNCTION datatable_roles.shell_word(p_word text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.signature_of(p_function regprocedure) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT p_function::text
+$$;
+
+ALTER FUNCTION datatable_roles.signature_of(p_function regprocedure) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3991,6 +3992,165 @@ CREATE FUNCTION datatable_roles.sweep_victims(p_state jsonb) RETURNS text[]
 $$;
 
 ALTER FUNCTION datatable_roles.sweep_victims(p_state jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sync_folder_grants(p_workspace text, p_folders jsonb, p_users jsonb, OUT rejected jsonb, OUT changed integer, OUT removed integer) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    judged jsonb;
+BEGIN
+    WITH given AS (
+        SELECT f.key AS folder, f.value AS grants, p.key AS principal, p.value AS access
+        FROM jsonb_each(p_folders) AS f
+        LEFT JOIN LATERAL jsonb_each(
+            CASE WHEN jsonb_typeof(f.value) = 'object' THEN f.value ELSE '{"": null}' END
+        ) AS p ON true
+        WHERE NOT (jsonb_typeof(f.value) = 'object' AND p.key IS NULL)  -- an empty folder
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('folder', g.folder, 'principal', g.principal,
+        'access', g.access, 'reason', CASE
+            WHEN jsonb_typeof(g.grants) <> 'object' THEN 'a folder is an object of principal: access'
+            WHEN NOT datatable_roles.name_ok(g.folder) THEN 'invalid folder name'
+            WHEN g.principal !~ '^[ug]/' OR NOT datatable_roles.name_ok(substr(g.principal, 3))
+                THEN 'a principal is u/<username> or g/<group>'
+            WHEN g.access IS NULL OR g.access NOT IN ('"owner"', '"write"', '"read"')
+                THEN 'access is owner, write or read'
+            WHEN starts_with(g.principal, 'u/') AND NOT EXISTS (
+                SELECT FROM jsonb_array_elements(p_users) AS v (value)
+                WHERE v.value ->> 'username' = substr(g.principal, 3))
+                THEN 'not a user of the workspace'
+        END)), '[]')
+    INTO judged
+    FROM given AS g;
+    rejected := coalesce((
+        SELECT jsonb_agg(jsonb_build_object('kind', 'folder_grant', 'item',
+            jsonb_build_object('folder', j.value -> 'folder', 'principal', j.value -> 'principal',
+                'access', j.value -> 'access'),
+            'reason', j.value -> 'reason'))
+        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
+    DELETE FROM datatable_roles.folder_access AS fa
+    WHERE fa.workspace = p_workspace AND NOT EXISTS (
+        SELECT FROM jsonb_array_elements(judged) AS j (value)
+        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'folder' = fa.folder
+            AND j.value ->> 'principal' = fa.principal);
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
+    SELECT p_workspace, j.value ->> 'folder', j.value ->> 'principal', j.value ->> 'access'
+    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
+    ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access
+    WHERE fa.access <> excluded.access;
+    GET DIAGNOSTICS changed = ROW_COUNT;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.sync_folder_grants(p_workspace text, p_folders jsonb, p_users jsonb, OUT rejected jsonb, OUT changed integer, OUT removed integer) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sync_group_members(p_workspace text, p_groups jsonb, p_users jsonb, OUT rejected jsonb, OUT added integer, OUT removed integer) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    judged jsonb;
+BEGIN
+    WITH given AS (
+        SELECT g.key AS group_name, g.value AS members, m.value AS member
+        FROM jsonb_each(p_groups) AS g
+        LEFT JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(g.value) = 'array' THEN g.value ELSE '[null]' END
+        ) AS m (value) ON true
+        WHERE NOT (jsonb_typeof(g.value) = 'array' AND m.value IS NULL)  -- an empty group
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('group_name', g.group_name, 'member', g.member,
+        'reason', CASE
+            WHEN jsonb_typeof(g.members) <> 'array' THEN 'a group is an array of usernames'
+            WHEN NOT datatable_roles.name_ok(g.group_name) THEN 'invalid group name'
+            WHEN jsonb_typeof(g.member) IS DISTINCT FROM 'string' THEN 'a member is a username'
+            WHEN NOT EXISTS (SELECT FROM jsonb_array_elements(p_users) AS v (value)
+                WHERE v.value -> 'username' = g.member) THEN 'not a user of the workspace'
+        END)), '[]')
+    INTO judged
+    FROM given AS g;
+    rejected := coalesce((
+        SELECT jsonb_agg(jsonb_build_object('kind', 'group_member', 'item',
+            jsonb_build_object('group', j.value -> 'group_name', 'member', j.value -> 'member'),
+            'reason', j.value -> 'reason'))
+        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
+    DELETE FROM datatable_roles.group_member AS gm
+    WHERE gm.workspace = p_workspace AND NOT EXISTS (
+        SELECT FROM jsonb_array_elements(judged) AS j (value)
+        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'group_name' = gm.group_name
+            AND j.value ->> 'member' = gm.username);
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    INSERT INTO datatable_roles.group_member (workspace, group_name, username)
+    SELECT p_workspace, j.value ->> 'group_name', j.value ->> 'member'
+    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS added = ROW_COUNT;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.sync_group_members(p_workspace text, p_groups jsonb, p_users jsonb, OUT rejected jsonb, OUT added integer, OUT removed integer) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.sync_users(p_workspace text, p_users jsonb, OUT taken jsonb, OUT rejected jsonb, OUT added integer, OUT updated integer, OUT removed integer) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    gone text;
+BEGIN
+    removed := 0;
+    WITH given AS (
+        SELECT e.value AS item, e.value ->> 'username' AS username, e.value ->> 'email' AS email,
+            e.value -> 'is_admin' AS is_admin
+        FROM jsonb_array_elements(p_users) AS e (value)
+    ), judged AS (
+        SELECT g.*, CASE
+            WHEN jsonb_typeof(g.item) <> 'object' THEN 'not an object'
+            WHEN g.username IS NULL OR NOT datatable_roles.name_ok(g.username) THEN 'invalid username'
+            WHEN g.email IS NULL OR NOT datatable_roles.email_ok(g.email) THEN 'invalid email'
+            WHEN coalesce(jsonb_typeof(g.is_admin), 'boolean') <> 'boolean' THEN 'is_admin is not a boolean'
+            WHEN count(*) OVER (PARTITION BY g.username) > 1 THEN 'username given more than once'
+            WHEN count(*) OVER (PARTITION BY lower(g.email)) > 1 THEN 'email shared by several users'
+        END AS reason
+        FROM given AS g
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object('kind', 'user', 'item', j.item, 'reason', j.reason))
+            FILTER (WHERE j.reason IS NOT NULL), '[]'),
+        coalesce(jsonb_agg(jsonb_build_object('username', j.username, 'email', j.email,
+            'is_admin', coalesce(j.is_admin, 'false'))) FILTER (WHERE j.reason IS NULL), '[]')
+    INTO rejected, taken
+    FROM judged AS j;
+
+    FOR gone IN
+        SELECT u.username FROM datatable_roles.workspace_user AS u
+        WHERE u.workspace = p_workspace AND NOT EXISTS (
+            SELECT FROM jsonb_array_elements(taken) AS v (value)
+            WHERE v.value ->> 'username' = u.username)
+        ORDER BY u.username
+    LOOP
+        PERFORM public.remove_workspace_user(p_workspace, gone);
+        removed := removed + 1;
+    END LOOP;
+    -- Emails that change are parked first (no '@': no real email), so that
+    -- two users may swap emails under the unique (workspace, lower(email)).
+    UPDATE datatable_roles.workspace_user AS u SET email = '#' || u.incarnation
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = p_workspace AND u.username = v.username AND u.email <> v.email;
+    UPDATE datatable_roles.workspace_user AS u SET email = v.email, is_admin = v.is_admin
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = p_workspace AND u.username = v.username
+        AND (u.email <> v.email OR u.is_admin <> v.is_admin);
+    GET DIAGNOSTICS updated = ROW_COUNT;
+    INSERT INTO datatable_roles.workspace_user (workspace, username, email, is_admin)
+    SELECT p_workspace, v.username, v.email, v.is_admin
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    ON CONFLICT ON CONSTRAINT workspace_user_pkey DO NOTHING;
+    GET DIAGNOSTICS added = ROW_COUNT;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.sync_users(p_workspace text, p_users jsonb, OUT taken jsonb, OUT rejected jsonb, OUT added integer, OUT updated integer, OUT removed integer) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text, password text)
     LANGUAGE sql STABLE
@@ -5205,17 +5365,9 @@ CREATE FUNCTION public.sync_workspace_directory(workspace text, directory jsonb)
 DECLARE
     ws text := sync_workspace_directory.workspace;
     d jsonb := sync_workspace_directory.directory;
-    users jsonb;          -- the users taken: [{username, email, is_admin}]
-    rejected jsonb;
-    judged jsonb;         -- memberships, then grants, each with its reason (null: taken)
-    gone text;
-    n_removed integer := 0;
-    n_updated integer;
-    n_added integer;
-    g_removed integer;
-    g_added integer;
-    f_removed integer;
-    f_changed integer;
+    u record;
+    g record;
+    f record;
 BEGIN
     PERFORM datatable_roles.require_own_directory();
     PERFORM datatable_roles.check_name('workspace', ws);
@@ -5228,140 +5380,14 @@ BEGIN
                   HINT = 'Give all three, empty when there are none: {"users": [], "groups": {}, "folders": {}}.';
     END IF;
     INSERT INTO datatable_roles.workspace (name) VALUES (ws) ON CONFLICT DO NOTHING;
-
-    -- Users.
-    WITH given AS (
-        SELECT e.value AS item, e.value ->> 'username' AS username, e.value ->> 'email' AS email,
-            e.value -> 'is_admin' AS is_admin
-        FROM jsonb_array_elements(d -> 'users') AS e (value)
-    ), judged AS (
-        SELECT g.*, CASE
-            WHEN jsonb_typeof(g.item) <> 'object' THEN 'not an object'
-            WHEN g.username IS NULL OR NOT datatable_roles.name_ok(g.username) THEN 'invalid username'
-            WHEN g.email IS NULL OR NOT datatable_roles.email_ok(g.email) THEN 'invalid email'
-            WHEN coalesce(jsonb_typeof(g.is_admin), 'boolean') <> 'boolean' THEN 'is_admin is not a boolean'
-            WHEN count(*) OVER (PARTITION BY g.username) > 1 THEN 'username given more than once'
-            WHEN count(*) OVER (PARTITION BY lower(g.email)) > 1 THEN 'email shared by several users'
-        END AS reason
-        FROM given AS g
-    )
-    SELECT coalesce(jsonb_agg(jsonb_build_object('kind', 'user', 'item', j.item, 'reason', j.reason))
-            FILTER (WHERE j.reason IS NOT NULL), '[]'),
-        coalesce(jsonb_agg(jsonb_build_object('username', j.username, 'email', j.email,
-            'is_admin', coalesce(j.is_admin, 'false'))) FILTER (WHERE j.reason IS NULL), '[]')
-    INTO rejected, users
-    FROM judged AS j;
-
-    FOR gone IN
-        SELECT u.username FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = ws AND NOT EXISTS (
-            SELECT FROM jsonb_array_elements(users) AS v (value)
-            WHERE v.value ->> 'username' = u.username)
-        ORDER BY u.username
-    LOOP
-        PERFORM public.remove_workspace_user(ws, gone);
-        n_removed := n_removed + 1;
-    END LOOP;
-    -- Emails that change are parked first (no '@': no real email), so that
-    -- two users may swap emails under the unique (workspace, lower(email)).
-    UPDATE datatable_roles.workspace_user AS u SET email = '#' || u.incarnation
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    WHERE u.workspace = ws AND u.username = v.username AND u.email <> v.email;
-    UPDATE datatable_roles.workspace_user AS u SET email = v.email, is_admin = v.is_admin
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    WHERE u.workspace = ws AND u.username = v.username
-        AND (u.email <> v.email OR u.is_admin <> v.is_admin);
-    GET DIAGNOSTICS n_updated = ROW_COUNT;
-    INSERT INTO datatable_roles.workspace_user (workspace, username, email, is_admin)
-    SELECT ws, v.username, v.email, v.is_admin
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    ON CONFLICT ON CONSTRAINT workspace_user_pkey DO NOTHING;
-    GET DIAGNOSTICS n_added = ROW_COUNT;
-
-    -- Group memberships: judged once, then split into rejected and taken.
-    WITH given AS (
-        SELECT g.key AS group_name, g.value AS members, m.value AS member
-        FROM jsonb_each(d -> 'groups') AS g
-        LEFT JOIN LATERAL jsonb_array_elements(
-            CASE WHEN jsonb_typeof(g.value) = 'array' THEN g.value ELSE '[null]' END
-        ) AS m (value) ON true
-        WHERE NOT (jsonb_typeof(g.value) = 'array' AND m.value IS NULL)  -- an empty group
-    )
-    SELECT coalesce(jsonb_agg(jsonb_build_object('group_name', g.group_name, 'member', g.member,
-        'reason', CASE
-            WHEN jsonb_typeof(g.members) <> 'array' THEN 'a group is an array of usernames'
-            WHEN NOT datatable_roles.name_ok(g.group_name) THEN 'invalid group name'
-            WHEN jsonb_typeof(g.member) IS DISTINCT FROM 'string' THEN 'a member is a username'
-            WHEN NOT EXISTS (SELECT FROM jsonb_array_elements(users) AS v (value)
-                WHERE v.value -> 'username' = g.member) THEN 'not a user of the workspace'
-        END)), '[]')
-    INTO judged
-    FROM given AS g;
-    rejected := rejected || coalesce((
-        SELECT jsonb_agg(jsonb_build_object('kind', 'group_member', 'item',
-            jsonb_build_object('group', j.value -> 'group_name', 'member', j.value -> 'member'),
-            'reason', j.value -> 'reason'))
-        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
-    DELETE FROM datatable_roles.group_member AS gm
-    WHERE gm.workspace = ws AND NOT EXISTS (
-        SELECT FROM jsonb_array_elements(judged) AS j (value)
-        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'group_name' = gm.group_name
-            AND j.value ->> 'member' = gm.username);
-    GET DIAGNOSTICS g_removed = ROW_COUNT;
-    INSERT INTO datatable_roles.group_member (workspace, group_name, username)
-    SELECT ws, j.value ->> 'group_name', j.value ->> 'member'
-    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS g_added = ROW_COUNT;
-
-    -- Folder grants, the same way.
-    WITH given AS (
-        SELECT f.key AS folder, f.value AS grants, p.key AS principal, p.value AS access
-        FROM jsonb_each(d -> 'folders') AS f
-        LEFT JOIN LATERAL jsonb_each(
-            CASE WHEN jsonb_typeof(f.value) = 'object' THEN f.value ELSE '{"": null}' END
-        ) AS p ON true
-        WHERE NOT (jsonb_typeof(f.value) = 'object' AND p.key IS NULL)  -- an empty folder
-    )
-    SELECT coalesce(jsonb_agg(jsonb_build_object('folder', g.folder, 'principal', g.principal,
-        'access', g.access, 'reason', CASE
-            WHEN jsonb_typeof(g.grants) <> 'object' THEN 'a folder is an object of principal: access'
-            WHEN NOT datatable_roles.name_ok(g.folder) THEN 'invalid folder name'
-            WHEN g.principal !~ '^[ug]/' OR NOT datatable_roles.name_ok(substr(g.principal, 3))
-                THEN 'a principal is u/<username> or g/<group>'
-            WHEN g.access IS NULL OR g.access NOT IN ('"owner"', '"write"', '"read"')
-                THEN 'access is owner, write or read'
-            WHEN starts_with(g.principal, 'u/') AND NOT EXISTS (
-                SELECT FROM jsonb_array_elements(users) AS v (value)
-                WHERE v.value ->> 'username' = substr(g.principal, 3))
-                THEN 'not a user of the workspace'
-        END)), '[]')
-    INTO judged
-    FROM given AS g;
-    rejected := rejected || coalesce((
-        SELECT jsonb_agg(jsonb_build_object('kind', 'folder_grant', 'item',
-            jsonb_build_object('folder', j.value -> 'folder', 'principal', j.value -> 'principal',
-                'access', j.value -> 'access'),
-            'reason', j.value -> 'reason'))
-        FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
-    DELETE FROM datatable_roles.folder_access AS fa
-    WHERE fa.workspace = ws AND NOT EXISTS (
-        SELECT FROM jsonb_array_elements(judged) AS j (value)
-        WHERE j.value -> 'reason' = 'null' AND j.value ->> 'folder' = fa.folder
-            AND j.value ->> 'principal' = fa.principal);
-    GET DIAGNOSTICS f_removed = ROW_COUNT;
-    INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
-    SELECT ws, j.value ->> 'folder', j.value ->> 'principal', j.value ->> 'access'
-    FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
-    ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access
-    WHERE fa.access <> excluded.access;
-    GET DIAGNOSTICS f_changed = ROW_COUNT;
-
+    SELECT * INTO u FROM datatable_roles.sync_users(ws, d -> 'users');
+    SELECT * INTO g FROM datatable_roles.sync_group_members(ws, d -> 'groups', u.taken);
+    SELECT * INTO f FROM datatable_roles.sync_folder_grants(ws, d -> 'folders', u.taken);
     RETURN jsonb_build_object('workspace', ws,
-        'users', jsonb_build_object('added', n_added, 'updated', n_updated, 'removed', n_removed),
-        'group_members', jsonb_build_object('added', g_added, 'removed', g_removed),
-        'folder_grants', jsonb_build_object('added_or_changed', f_changed, 'removed', f_removed),
-        'rejected', rejected);
+        'users', jsonb_build_object('added', u.added, 'updated', u.updated, 'removed', u.removed),
+        'group_members', jsonb_build_object('added', g.added, 'removed', g.removed),
+        'folder_grants', jsonb_build_object('added_or_changed', f.changed, 'removed', f.removed),
+        'rejected', u.rejected || g.rejected || f.rejected);
 END;
 $$;
 
@@ -5991,6 +6017,8 @@ REVOKE ALL ON FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bi
 
 REVOKE ALL ON FUNCTION datatable_roles.shell_word(p_word text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.signature_of(p_function regprocedure) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.status_report() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_candidates(p_unused_for interval) FROM PUBLIC;
@@ -6014,6 +6042,12 @@ REVOKE ALL ON FUNCTION datatable_roles.sweep_step(p_state jsonb, p_victims text[
 REVOKE ALL ON FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_victims(p_state jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sync_folder_grants(p_workspace text, p_folders jsonb, p_users jsonb, OUT rejected jsonb, OUT changed integer, OUT removed integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sync_group_members(p_workspace text, p_groups jsonb, p_users jsonb, OUT rejected jsonb, OUT added integer, OUT removed integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.sync_users(p_workspace text, p_users jsonb, OUT taken jsonb, OUT rejected jsonb, OUT added integer, OUT updated integer, OUT removed integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 

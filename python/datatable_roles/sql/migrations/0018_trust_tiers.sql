@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 0a3b6b73cd375aaed4970d11ce963d9fd8c071b702c266401b42d518992a99b7
+-- functions: 32738210bc956fb522ad20d94406fd7acb818ac6e19b160ccc601de792a979dc
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

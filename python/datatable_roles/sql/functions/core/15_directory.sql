@@ -112,39 +112,6 @@ AS $$
                 p_workspace, p_username, p_email, substr(p_key, 3)))
 $$;
 
--- Takes u/<username> out of every tenant list of the workspace and forgets
--- whom it named. The platform calls it when it deletes a user (adapter
--- mode); remove_workspace_user and the reconciliation call it too. Returns
--- how many tenant lists changed.
-CREATE OR REPLACE FUNCTION public.forget_workspace_user(workspace text, username text)
-RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    tenant_key text := 'u/' || forget_workspace_user.username;
-    maps integer;
-    admins integer;
-BEGIN
-    PERFORM datatable_roles.require(forget_workspace_user.workspace, 'workspace');
-    PERFORM datatable_roles.require(forget_workspace_user.username, 'username');
-    UPDATE datatable_roles.datatable_role AS m
-    SET tenants = array_remove(m.tenants, tenant_key)
-    FROM datatable_roles.datatable AS d
-    WHERE d.id = m.datatable_id AND d.workspace = forget_workspace_user.workspace
-        AND tenant_key = ANY(m.tenants);
-    GET DIAGNOSTICS maps = ROW_COUNT;
-    UPDATE datatable_roles.datatable AS d
-    SET admin_tenants = array_remove(d.admin_tenants, tenant_key)
-    WHERE d.workspace = forget_workspace_user.workspace AND tenant_key = ANY(d.admin_tenants);
-    GET DIAGNOSTICS admins = ROW_COUNT;
-    DELETE FROM datatable_roles.tenant_user AS b
-    WHERE b.workspace = forget_workspace_user.workspace
-        AND b.username = forget_workspace_user.username;
-    RETURN maps + admins;
-END;
-$$;
-
 -- Binds u/<username>, about to be written into a tenant list, to the member
 -- it names now (P0002 when there is none). A binding to someone before
 -- (the username was reused) is forgotten first, with every key it held.
@@ -167,52 +134,6 @@ BEGIN
 END;
 $$;
 
--- The reconciliation (run by each sweep, on demand, and when an adapter is
--- installed): every u/ key whose person left the directory, or whose
--- username now belongs to someone else, is forgotten; a u/ key not yet
--- bound (written before bindings existed) is bound to its member, or
--- forgotten when there is none. Returns {"forgotten": [u/ keys as
--- workspace/username], "bound": n}.
-CREATE OR REPLACE FUNCTION public.reconcile_directory()
-RETURNS jsonb
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    k record;
-    forgotten text [] := '{}'::text [];
-    bound integer := 0;
-BEGIN
-    FOR k IN
-        SELECT keys.workspace, keys.username, b.incarnation AS bound_to, m.incarnation AS now_is
-        FROM (
-            SELECT b.workspace, b.username FROM datatable_roles.tenant_user AS b
-            UNION
-            SELECT d.workspace, substr(t.k, 3)
-            FROM datatable_roles.datatable AS d
-            LEFT JOIN datatable_roles.datatable_role AS m ON m.datatable_id = d.id
-            CROSS JOIN LATERAL unnest(coalesce(m.tenants, '{}') || d.admin_tenants) AS t (k)
-            WHERE starts_with(t.k, 'u/')
-        ) AS keys
-        LEFT JOIN datatable_roles.tenant_user AS b
-            ON b.workspace = keys.workspace AND b.username = keys.username
-        LEFT JOIN LATERAL datatable_roles.directory_member(keys.workspace, keys.username) AS m
-            ON true
-        ORDER BY keys.workspace, keys.username
-    LOOP
-        IF k.now_is IS NULL OR k.bound_to IS DISTINCT FROM k.now_is AND k.bound_to IS NOT NULL THEN
-            PERFORM public.forget_workspace_user(k.workspace, k.username);
-            forgotten := forgotten || (k.workspace || '/' || k.username);
-        ELSIF k.bound_to IS NULL THEN
-            INSERT INTO datatable_roles.tenant_user (workspace, username, incarnation)
-            VALUES (k.workspace, k.username, k.now_is);
-            bound := bound + 1;
-        END IF;
-    END LOOP;
-    RETURN jsonb_build_object('forgotten', to_jsonb(forgotten), 'bound', bound);
-END;
-$$;
-
 -- The directory calls below write the package's own tables (mirror mode);
 -- with an adapter, the platform's tables are the directory, and they
 -- refuse (55000).
@@ -232,205 +153,28 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION public.add_workspace(workspace text)
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-BEGIN
-    PERFORM datatable_roles.require_own_directory();
-    PERFORM datatable_roles.check_name('workspace', add_workspace.workspace);
-    INSERT INTO datatable_roles.workspace (name) VALUES (add_workspace.workspace)
-    ON CONFLICT DO NOTHING;
-END;
-$$;
-
--- Adds a user, or updates the email and admin flag of an existing one.
-CREATE OR REPLACE FUNCTION public.add_workspace_user(
-    workspace text, username text, email text, is_admin boolean DEFAULT false
+-- sync_workspace_directory (api/96_directory.sql), in three steps. Each
+-- judges its part of the input, reports what it cannot take in rejected
+-- ([{kind, item, reason}], in input order) and brings the tables to the
+-- rest. Users first: the users taken ([{username, email, is_admin}]) are
+-- what the memberships and grants may name; users not given are removed like
+-- remove_workspace_user (keys forgotten).
+CREATE OR REPLACE FUNCTION datatable_roles.sync_users(
+    p_workspace text, p_users jsonb,
+    OUT taken jsonb, OUT rejected jsonb, OUT added integer, OUT updated integer,
+    OUT removed integer
 )
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
-    ws text := add_workspace_user.workspace;
-    uname text := add_workspace_user.username;
-BEGIN
-    PERFORM datatable_roles.require_own_directory();
-    PERFORM datatable_roles.require_workspace(ws);
-    PERFORM datatable_roles.check_name('user', uname);
-    PERFORM datatable_roles.check_email(add_workspace_user.email);
-    PERFORM datatable_roles.require(add_workspace_user.is_admin, 'is_admin');
-    IF EXISTS (
-        SELECT FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = ws AND lower(u.email) = lower(add_workspace_user.email)
-            AND u.username <> uname
-    ) THEN
-        RAISE EXCEPTION 'email % already belongs to another user of workspace %',
-            quote_literal(add_workspace_user.email), quote_literal(ws)
-            USING ERRCODE = 'unique_violation';
-    END IF;
-    INSERT INTO datatable_roles.workspace_user AS u (workspace, username, email, is_admin)
-    VALUES (ws, uname, add_workspace_user.email, add_workspace_user.is_admin)
-    ON CONFLICT ON CONSTRAINT workspace_user_pkey
-    DO UPDATE SET email = excluded.email, is_admin = excluded.is_admin;
-END;
-$$;
-
--- Removes a user with their memberships, folder grants and tenant keys, in
--- one transaction: a removed principal names nobody afterwards, even when
--- the username is given to someone else. Removing a user who is not there
--- changes nothing and returns false.
-CREATE OR REPLACE FUNCTION public.remove_workspace_user(workspace text, username text)
-RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    ws text := remove_workspace_user.workspace;
-    uname text := remove_workspace_user.username;
-    removed boolean;
-BEGIN
-    PERFORM datatable_roles.require_own_directory();
-    PERFORM datatable_roles.require_workspace(ws);
-    PERFORM datatable_roles.require(uname, 'username');
-    DELETE FROM datatable_roles.workspace_user AS u WHERE u.workspace = ws AND u.username = uname;
-    removed := FOUND;
-    DELETE FROM datatable_roles.group_member AS gm WHERE gm.workspace = ws AND gm.username = uname;
-    DELETE FROM datatable_roles.folder_access AS fa
-    WHERE fa.workspace = ws AND fa.principal = 'u/' || uname;
-    PERFORM public.forget_workspace_user(ws, uname);
-    RETURN removed;
-END;
-$$;
-
-CREATE OR REPLACE FUNCTION public.add_group_member(workspace text, group_name text, username text)
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-BEGIN
-    PERFORM datatable_roles.require_own_directory();
-    PERFORM datatable_roles.require_member(add_group_member.workspace, add_group_member.username);
-    PERFORM datatable_roles.check_name('group', add_group_member.group_name);
-    INSERT INTO datatable_roles.group_member (workspace, group_name, username)
-    VALUES (add_group_member.workspace, add_group_member.group_name, add_group_member.username)
-    ON CONFLICT DO NOTHING;
-END;
-$$;
-
--- Removing a membership that is not there changes nothing and returns false.
-CREATE OR REPLACE FUNCTION public.remove_group_member(
-    workspace text, group_name text, username text
-)
-RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-BEGIN
-    PERFORM datatable_roles.require_own_directory();
-    PERFORM datatable_roles.require_workspace(remove_group_member.workspace);
-    PERFORM datatable_roles.require(remove_group_member.username, 'username');
-    PERFORM datatable_roles.require(remove_group_member.group_name, 'group_name');
-    DELETE FROM datatable_roles.group_member AS gm
-    WHERE gm.workspace = remove_group_member.workspace
-        AND gm.group_name = remove_group_member.group_name
-        AND gm.username = remove_group_member.username;
-    RETURN FOUND;
-END;
-$$;
-
--- principal is u/<username> (an existing user) or g/<group>; access is
--- 'owner', 'write', 'read', or 'none' to take the grant away (a no-op when
--- there is none).
-CREATE OR REPLACE FUNCTION public.set_folder_access(
-    workspace text, folder text, principal text, access text
-)
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    ws text := set_folder_access.workspace;
-BEGIN
-    PERFORM datatable_roles.require_own_directory();
-    PERFORM datatable_roles.require_workspace(ws);
-    PERFORM datatable_roles.check_name('folder', set_folder_access.folder);
-    PERFORM datatable_roles.require(set_folder_access.principal, 'principal');
-    PERFORM datatable_roles.require(set_folder_access.access, 'access');
-    IF set_folder_access.principal !~ '^[ug]/' THEN
-        RAISE EXCEPTION 'invalid principal %', quote_literal(left(set_folder_access.principal, 80))
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'A principal is u/<username> or g/<group>.';
-    END IF;
-    IF set_folder_access.access NOT IN ('owner', 'write', 'read', 'none') THEN
-        RAISE EXCEPTION 'invalid folder access %', quote_literal(left(set_folder_access.access, 80))
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use owner, write, read or none.';
-    END IF;
-    IF set_folder_access.access = 'none' THEN
-        DELETE FROM datatable_roles.folder_access AS fa
-        WHERE fa.workspace = ws AND fa.folder = set_folder_access.folder
-            AND fa.principal = set_folder_access.principal;
-        RETURN;
-    END IF;
-    IF set_folder_access.principal LIKE 'u/%' THEN
-        PERFORM datatable_roles.require_member(ws, substr(set_folder_access.principal, 3));
-    ELSE
-        PERFORM datatable_roles.check_name('group', substr(set_folder_access.principal, 3));
-    END IF;
-    INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
-    VALUES (ws, set_folder_access.folder, set_folder_access.principal, set_folder_access.access)
-    ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access;
-END;
-$$;
-
--- Brings one workspace's directory (mirror mode) to exactly the state given,
--- in one transaction, creating the workspace if needed:
---   {"users": [{"username": "ann", "email": "ann@x.io", "is_admin": false}, ...],
---    "groups": {"<group>": ["<username>", ...], ...},
---    "folders": {"<folder>": {"u/<username>" or "g/<group>": "owner"|"write"|"read"}, ...}}
--- All three keys are required (22023 otherwise). A row that cannot be taken
--- (bad name or email, a username given twice, an email shared by several
--- users, a membership or grant naming a user not taken) is left out and
--- reported, not raised: the rest is applied. Users left out are removed
--- like remove_workspace_user (keys forgotten). Returns counts and rejected.
-CREATE OR REPLACE FUNCTION public.sync_workspace_directory(workspace text, directory jsonb)
-RETURNS jsonb
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    ws text := sync_workspace_directory.workspace;
-    d jsonb := sync_workspace_directory.directory;
-    users jsonb;          -- the users taken: [{username, email, is_admin}]
-    rejected jsonb;
-    judged jsonb;         -- memberships, then grants, each with its reason (null: taken)
     gone text;
-    n_removed integer := 0;
-    n_updated integer;
-    n_added integer;
-    g_removed integer;
-    g_added integer;
-    f_removed integer;
-    f_changed integer;
 BEGIN
-    PERFORM datatable_roles.require_own_directory();
-    PERFORM datatable_roles.check_name('workspace', ws);
-    PERFORM datatable_roles.require(d, 'directory');
-    IF jsonb_typeof(d) <> 'object' OR jsonb_typeof(d -> 'users') IS DISTINCT FROM 'array'
-        OR jsonb_typeof(d -> 'groups') IS DISTINCT FROM 'object'
-        OR jsonb_typeof(d -> 'folders') IS DISTINCT FROM 'object' THEN
-        RAISE EXCEPTION 'a directory is an object with users (an array), groups and folders (objects)'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Give all three, empty when there are none: {"users": [], "groups": {}, "folders": {}}.';
-    END IF;
-    INSERT INTO datatable_roles.workspace (name) VALUES (ws) ON CONFLICT DO NOTHING;
-
-    -- Users.
+    removed := 0;
     WITH given AS (
         SELECT e.value AS item, e.value ->> 'username' AS username, e.value ->> 'email' AS email,
             e.value -> 'is_admin' AS is_admin
-        FROM jsonb_array_elements(d -> 'users') AS e (value)
+        FROM jsonb_array_elements(p_users) AS e (value)
     ), judged AS (
         SELECT g.*, CASE
             WHEN jsonb_typeof(g.item) <> 'object' THEN 'not an object'
@@ -446,39 +190,52 @@ BEGIN
             FILTER (WHERE j.reason IS NOT NULL), '[]'),
         coalesce(jsonb_agg(jsonb_build_object('username', j.username, 'email', j.email,
             'is_admin', coalesce(j.is_admin, 'false'))) FILTER (WHERE j.reason IS NULL), '[]')
-    INTO rejected, users
+    INTO rejected, taken
     FROM judged AS j;
 
     FOR gone IN
         SELECT u.username FROM datatable_roles.workspace_user AS u
-        WHERE u.workspace = ws AND NOT EXISTS (
-            SELECT FROM jsonb_array_elements(users) AS v (value)
+        WHERE u.workspace = p_workspace AND NOT EXISTS (
+            SELECT FROM jsonb_array_elements(taken) AS v (value)
             WHERE v.value ->> 'username' = u.username)
         ORDER BY u.username
     LOOP
-        PERFORM public.remove_workspace_user(ws, gone);
-        n_removed := n_removed + 1;
+        PERFORM public.remove_workspace_user(p_workspace, gone);
+        removed := removed + 1;
     END LOOP;
     -- Emails that change are parked first (no '@': no real email), so that
     -- two users may swap emails under the unique (workspace, lower(email)).
     UPDATE datatable_roles.workspace_user AS u SET email = '#' || u.incarnation
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    WHERE u.workspace = ws AND u.username = v.username AND u.email <> v.email;
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = p_workspace AND u.username = v.username AND u.email <> v.email;
     UPDATE datatable_roles.workspace_user AS u SET email = v.email, is_admin = v.is_admin
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
-    WHERE u.workspace = ws AND u.username = v.username
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
+    WHERE u.workspace = p_workspace AND u.username = v.username
         AND (u.email <> v.email OR u.is_admin <> v.is_admin);
-    GET DIAGNOSTICS n_updated = ROW_COUNT;
+    GET DIAGNOSTICS updated = ROW_COUNT;
     INSERT INTO datatable_roles.workspace_user (workspace, username, email, is_admin)
-    SELECT ws, v.username, v.email, v.is_admin
-    FROM jsonb_to_recordset(users) AS v (username text, email text, is_admin boolean)
+    SELECT p_workspace, v.username, v.email, v.is_admin
+    FROM jsonb_to_recordset(taken) AS v (username text, email text, is_admin boolean)
     ON CONFLICT ON CONSTRAINT workspace_user_pkey DO NOTHING;
-    GET DIAGNOSTICS n_added = ROW_COUNT;
+    GET DIAGNOSTICS added = ROW_COUNT;
+END;
+$$;
 
-    -- Group memberships: judged once, then split into rejected and taken.
+-- Group memberships: judged once (reason null: taken), then split into
+-- rejected and taken; memberships not taken are removed.
+CREATE OR REPLACE FUNCTION datatable_roles.sync_group_members(
+    p_workspace text, p_groups jsonb, p_users jsonb,
+    OUT rejected jsonb, OUT added integer, OUT removed integer
+)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    judged jsonb;
+BEGIN
     WITH given AS (
         SELECT g.key AS group_name, g.value AS members, m.value AS member
-        FROM jsonb_each(d -> 'groups') AS g
+        FROM jsonb_each(p_groups) AS g
         LEFT JOIN LATERAL jsonb_array_elements(
             CASE WHEN jsonb_typeof(g.value) = 'array' THEN g.value ELSE '[null]' END
         ) AS m (value) ON true
@@ -489,32 +246,44 @@ BEGIN
             WHEN jsonb_typeof(g.members) <> 'array' THEN 'a group is an array of usernames'
             WHEN NOT datatable_roles.name_ok(g.group_name) THEN 'invalid group name'
             WHEN jsonb_typeof(g.member) IS DISTINCT FROM 'string' THEN 'a member is a username'
-            WHEN NOT EXISTS (SELECT FROM jsonb_array_elements(users) AS v (value)
+            WHEN NOT EXISTS (SELECT FROM jsonb_array_elements(p_users) AS v (value)
                 WHERE v.value -> 'username' = g.member) THEN 'not a user of the workspace'
         END)), '[]')
     INTO judged
     FROM given AS g;
-    rejected := rejected || coalesce((
+    rejected := coalesce((
         SELECT jsonb_agg(jsonb_build_object('kind', 'group_member', 'item',
             jsonb_build_object('group', j.value -> 'group_name', 'member', j.value -> 'member'),
             'reason', j.value -> 'reason'))
         FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
     DELETE FROM datatable_roles.group_member AS gm
-    WHERE gm.workspace = ws AND NOT EXISTS (
+    WHERE gm.workspace = p_workspace AND NOT EXISTS (
         SELECT FROM jsonb_array_elements(judged) AS j (value)
         WHERE j.value -> 'reason' = 'null' AND j.value ->> 'group_name' = gm.group_name
             AND j.value ->> 'member' = gm.username);
-    GET DIAGNOSTICS g_removed = ROW_COUNT;
+    GET DIAGNOSTICS removed = ROW_COUNT;
     INSERT INTO datatable_roles.group_member (workspace, group_name, username)
-    SELECT ws, j.value ->> 'group_name', j.value ->> 'member'
+    SELECT p_workspace, j.value ->> 'group_name', j.value ->> 'member'
     FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
     ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS g_added = ROW_COUNT;
+    GET DIAGNOSTICS added = ROW_COUNT;
+END;
+$$;
 
-    -- Folder grants, the same way.
+-- Folder grants, the same way; a grant taken replaces the principal's access.
+CREATE OR REPLACE FUNCTION datatable_roles.sync_folder_grants(
+    p_workspace text, p_folders jsonb, p_users jsonb,
+    OUT rejected jsonb, OUT changed integer, OUT removed integer
+)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    judged jsonb;
+BEGIN
     WITH given AS (
         SELECT f.key AS folder, f.value AS grants, p.key AS principal, p.value AS access
-        FROM jsonb_each(d -> 'folders') AS f
+        FROM jsonb_each(p_folders) AS f
         LEFT JOIN LATERAL jsonb_each(
             CASE WHEN jsonb_typeof(f.value) = 'object' THEN f.value ELSE '{"": null}' END
         ) AS p ON true
@@ -529,35 +298,29 @@ BEGIN
             WHEN g.access IS NULL OR g.access NOT IN ('"owner"', '"write"', '"read"')
                 THEN 'access is owner, write or read'
             WHEN starts_with(g.principal, 'u/') AND NOT EXISTS (
-                SELECT FROM jsonb_array_elements(users) AS v (value)
+                SELECT FROM jsonb_array_elements(p_users) AS v (value)
                 WHERE v.value ->> 'username' = substr(g.principal, 3))
                 THEN 'not a user of the workspace'
         END)), '[]')
     INTO judged
     FROM given AS g;
-    rejected := rejected || coalesce((
+    rejected := coalesce((
         SELECT jsonb_agg(jsonb_build_object('kind', 'folder_grant', 'item',
             jsonb_build_object('folder', j.value -> 'folder', 'principal', j.value -> 'principal',
                 'access', j.value -> 'access'),
             'reason', j.value -> 'reason'))
         FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' <> 'null'), '[]');
     DELETE FROM datatable_roles.folder_access AS fa
-    WHERE fa.workspace = ws AND NOT EXISTS (
+    WHERE fa.workspace = p_workspace AND NOT EXISTS (
         SELECT FROM jsonb_array_elements(judged) AS j (value)
         WHERE j.value -> 'reason' = 'null' AND j.value ->> 'folder' = fa.folder
             AND j.value ->> 'principal' = fa.principal);
-    GET DIAGNOSTICS f_removed = ROW_COUNT;
+    GET DIAGNOSTICS removed = ROW_COUNT;
     INSERT INTO datatable_roles.folder_access AS fa (workspace, folder, principal, access)
-    SELECT ws, j.value ->> 'folder', j.value ->> 'principal', j.value ->> 'access'
+    SELECT p_workspace, j.value ->> 'folder', j.value ->> 'principal', j.value ->> 'access'
     FROM jsonb_array_elements(judged) AS j (value) WHERE j.value -> 'reason' = 'null'
     ON CONFLICT ON CONSTRAINT folder_access_pkey DO UPDATE SET access = excluded.access
     WHERE fa.access <> excluded.access;
-    GET DIAGNOSTICS f_changed = ROW_COUNT;
-
-    RETURN jsonb_build_object('workspace', ws,
-        'users', jsonb_build_object('added', n_added, 'updated', n_updated, 'removed', n_removed),
-        'group_members', jsonb_build_object('added', g_added, 'removed', g_removed),
-        'folder_grants', jsonb_build_object('added_or_changed', f_changed, 'removed', f_removed),
-        'rejected', rejected);
+    GET DIAGNOSTICS changed = ROW_COUNT;
 END;
 $$;

@@ -3,46 +3,6 @@
 -- has CONNECT nowhere: jobs log in as scoped logins that hold it
 -- (50_set_logins.sql).
 
--- docs/sql-api.md: non-empty, at most 63 bytes, ASCII letters, digits, '_'
--- and '-', and not (case-insensitively) admin, postgres, public or a name
--- under pg_, wm_set_, windmill_ or custom_instance_; nor a word that means
--- something else where SQL expects a role (GRANT ... TO current_user,
--- CREATE POLICY ... TO none). Raises 22023 (22004 on NULL).
-CREATE OR REPLACE FUNCTION public.validate_role_name(name text)
-RETURNS void
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    folded text := lower(validate_role_name.name);
-BEGIN
-    PERFORM datatable_roles.require(validate_role_name.name, 'name');
-    IF validate_role_name.name = '' THEN
-        RAISE EXCEPTION 'a role name must not be empty'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF octet_length(validate_role_name.name) > 63 THEN
-        RAISE EXCEPTION 'role name % is longer than 63 bytes', quote_literal(left(validate_role_name.name, 80))
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF validate_role_name.name !~ '^[A-Za-z0-9_-]+$' THEN
-        RAISE EXCEPTION 'role name % has a character other than ASCII letters, digits, _ and -',
-            quote_literal(validate_role_name.name)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF folded IN ('admin', 'postgres', 'public', 'current_user', 'current_role', 'session_user',
-            'user', 'all', 'none')
-        OR starts_with(folded, 'pg_')
-        OR starts_with(folded, 'wm_set_')
-        OR starts_with(folded, 'windmill_')
-        OR starts_with(folded, 'custom_instance_') THEN
-        RAISE EXCEPTION 'role name % is reserved', quote_literal(validate_role_name.name)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'admin, postgres, public, current_user, current_role, session_user, user, all, none and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
-    END IF;
-END;
-$$;
-
 -- The catalog row of a role, or P0002.
 CREATE OR REPLACE FUNCTION datatable_roles.require_role(p_name text)
 RETURNS datatable_roles.catalog_role
@@ -65,7 +25,7 @@ BEGIN
 END;
 $$;
 
--- A preview (preview_datatable_role_change, 92_role_preview.sql) runs the
+-- A preview (preview_datatable_role_change, api/98_owner.sql) runs the
 -- real change in a subtransaction it always rolls back. Everything the change
 -- does is undone with it but ending sessions, which is not transactional: so
 -- while previewing, end_sessions_of (the one place that ends sessions) only
@@ -134,99 +94,6 @@ BEGIN
 END;
 $$;
 
--- Returns the new role's catalog id.
-CREATE OR REPLACE FUNCTION public.create_datatable_role(name text)
-RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    role_name text := create_datatable_role.name;
-    new_id bigint;
-BEGIN
-    PERFORM public.validate_role_name(role_name);
-    IF EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE lower(r.name) = lower(role_name)) THEN
-        RAISE EXCEPTION 'data table role % already exists', quote_literal(role_name)
-            USING ERRCODE = 'duplicate_object';
-    END IF;
-    IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = role_name) THEN
-        RAISE EXCEPTION 'a PostgreSQL role named % already exists in this cluster', quote_literal(role_name)
-            USING ERRCODE = 'duplicate_object',
-                  HINT = 'Role names are cluster-wide; choose another name.';
-    END IF;
-    INSERT INTO datatable_roles.catalog_role (name) VALUES (role_name) RETURNING id INTO new_id;
-    -- The link login is made a member so that it may later move what the role
-    -- owns in each data table database (REASSIGN OWNED needs the privileges
-    -- of both roles). The owner, its creator, holds ADMIN on it from 16 on.
-    BEGIN
-        EXECUTE format(
-            'CREATE ROLE %I WITH NOLOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION ROLE %I',
-            role_name, datatable_roles.link_login()
-        );
-    EXCEPTION WHEN reserved_name THEN
-        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)
-            USING ERRCODE = 'invalid_parameter_value';
-    END;
-    RETURN new_id;
-END;
-$$;
-
--- Renames the role; its catalog id, memberships and logins stay (login
--- names hash ids, not names).
--- Policies that name the role as text do not follow: see docs/policies.md.
-CREATE OR REPLACE FUNCTION public.rename_datatable_role(name text, new_name text)
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    old_role datatable_roles.catalog_role := datatable_roles.require_role(rename_datatable_role.name);
-BEGIN
-    PERFORM public.validate_role_name(new_name);
-    IF new_name = old_role.name THEN
-        RETURN;
-    END IF;
-    IF EXISTS (
-        SELECT FROM datatable_roles.catalog_role AS r
-        WHERE lower(r.name) = lower(new_name) AND r.id <> old_role.id
-    ) OR EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = new_name) THEN
-        RAISE EXCEPTION 'a role named % already exists', quote_literal(new_name)
-            USING ERRCODE = 'duplicate_object';
-    END IF;
-    UPDATE datatable_roles.catalog_role AS r SET name = new_name WHERE r.id = old_role.id;
-    UPDATE datatable_roles.datatable AS d SET default_role = new_name
-    WHERE d.default_role = old_role.name;
-    BEGIN
-        EXECUTE format('ALTER ROLE %I RENAME TO %I', old_role.name, new_name);
-    EXCEPTION WHEN reserved_name THEN
-        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(new_name)
-            USING ERRCODE = 'invalid_parameter_value';
-    END;
-END;
-$$;
-
--- Disabling retires every login holding the role (retire_logins_holding);
--- enabling lets the next resolve make or take them back.
-CREATE OR REPLACE FUNCTION public.set_datatable_role_enabled(name text, enabled boolean)
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    target datatable_roles.catalog_role := datatable_roles.require_role(set_datatable_role_enabled.name);
-BEGIN
-    PERFORM datatable_roles.require(set_datatable_role_enabled.enabled, 'enabled');
-    IF set_datatable_role_enabled.enabled = target.enabled THEN
-        RETURN;
-    END IF;
-    UPDATE datatable_roles.catalog_role AS r SET enabled = set_datatable_role_enabled.enabled
-    WHERE r.id = target.id;
-    IF NOT set_datatable_role_enabled.enabled THEN
-        PERFORM datatable_roles.retire_logins_holding(target.id, NULL);
-    END IF;
-END;
-$$;
-
 -- Retires every login holding the role (on p_dbname only, when given): its
 -- row loses the password and the login loses LOGIN in the same transaction,
 -- then its sessions end. The next resolve of such a set, if the role is
@@ -280,17 +147,5 @@ BEGIN
         END IF;
     END LOOP;
     RETURN n;
-END;
-$$;
-
--- Retires every login holding the role, on every database.
-CREATE OR REPLACE FUNCTION public.retire_role_set_logins_of(role text)
-RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-BEGIN
-    RETURN datatable_roles.retire_logins_holding(
-        (datatable_roles.require_role(retire_role_set_logins_of.role)).id, NULL);
 END;
 $$;

@@ -1,0 +1,355 @@
+-- The worker's calls: what the platform's worker role runs for each job
+-- (record it, resolve or explain a data table's login, the result cache's
+-- path) and the roles a member may use, for a role picker. Granted by
+-- datatable_roles.grant_worker; the owner may run them too. Each is
+-- SECURITY DEFINER: it runs as the package owner with its search_path pinned.
+
+-- Records a job once. The viewer (end_user_email) comes from the origin:
+--   app                the session behind the request: caller_email, or NULL (anonymous)
+--   run, preview       the caller: caller_email (required)
+--   job_token          the recorded viewer of token_job_id (looked up, never passed)
+--   schedule, trigger, agent_tool   nobody
+-- An argument the origin does not use must be NULL, so nothing else can
+-- supply a viewer. The identity's admin flag, groups and folders are captured
+-- now. Returns the recorded viewer.
+CREATE OR REPLACE FUNCTION public.record_job_start(
+    job_id uuid,
+    workspace text,
+    permissioned_as text,
+    origin text,
+    caller_email text DEFAULT null,
+    token_job_id uuid DEFAULT null
+)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    ws text := record_job_start.workspace;
+    identity_name text;
+    identity record;
+    identity_groups text [];
+    identity_folders text [];
+    viewer text;
+    parent datatable_roles.job_perms;
+BEGIN
+    PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
+    PERFORM datatable_roles.require_workspace(ws);
+    PERFORM datatable_roles.require(record_job_start.permissioned_as, 'permissioned_as');
+    PERFORM datatable_roles.require(record_job_start.origin, 'origin');
+    IF record_job_start.permissioned_as !~ '^u/' THEN
+        RAISE EXCEPTION 'invalid permissioned_as %', quote_literal(left(record_job_start.permissioned_as, 80))
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'A job identity is u/<username>.';
+    END IF;
+    identity_name := substr(record_job_start.permissioned_as, 3);
+    PERFORM datatable_roles.check_name('user', identity_name);
+    SELECT m.* INTO identity FROM datatable_roles.require_member(ws, identity_name) AS m;
+
+    IF record_job_start.origin NOT IN ('app', 'run', 'preview', 'job_token', 'schedule', 'trigger', 'agent_tool') THEN
+        RAISE EXCEPTION 'invalid origin %', quote_literal(left(record_job_start.origin, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use app, run, preview, job_token, schedule, trigger or agent_tool.';
+    END IF;
+    IF record_job_start.token_job_id IS NOT NULL AND record_job_start.origin <> 'job_token' THEN
+        RAISE EXCEPTION 'token_job_id is only for origin job_token'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF record_job_start.caller_email IS NOT NULL
+        AND record_job_start.origin NOT IN ('app', 'run', 'preview') THEN
+        RAISE EXCEPTION 'a % job has no caller: caller_email must be NULL', record_job_start.origin
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    CASE record_job_start.origin
+        WHEN 'app' THEN
+            IF record_job_start.caller_email IS NOT NULL THEN
+                PERFORM datatable_roles.check_email(record_job_start.caller_email);
+            END IF;
+            viewer := record_job_start.caller_email;
+        WHEN 'run', 'preview' THEN
+            PERFORM datatable_roles.check_email(record_job_start.caller_email);
+            viewer := record_job_start.caller_email;
+        WHEN 'job_token' THEN
+            PERFORM datatable_roles.require(record_job_start.token_job_id, 'token_job_id');
+            SELECT p.* INTO parent FROM datatable_roles.job_perms AS p
+            WHERE p.job_id = record_job_start.token_job_id;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'job % behind the token was never recorded', record_job_start.token_job_id
+                    USING ERRCODE = 'no_data_found';
+            END IF;
+            IF parent.workspace <> ws THEN
+                RAISE EXCEPTION 'job % behind the token belongs to another workspace', record_job_start.token_job_id
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            viewer := parent.end_user_email;
+        ELSE
+            viewer := NULL;
+    END CASE;
+
+    IF viewer IS NOT NULL AND NOT EXISTS (
+        SELECT FROM datatable_roles.directory_member_by_email(ws, viewer)
+    ) THEN
+        -- Recorded as given (the viewer of a data table another workspace
+        -- governs is looked up there); explain would show it only later.
+        RAISE NOTICE 'the viewer % is not a member of workspace %: viewer roles of its data tables will not apply',
+            quote_literal(left(viewer, 80)), quote_literal(ws)
+            USING HINT = 'A viewer is found by email (any case); a disabled member, or an email two members share, names no one.';
+    END IF;
+    IF EXISTS (SELECT FROM datatable_roles.job_perms AS p WHERE p.job_id = record_job_start.job_id) THEN
+        RAISE EXCEPTION 'job % is already recorded; its viewer cannot change', record_job_start.job_id
+            USING ERRCODE = 'unique_violation';
+    END IF;
+
+    -- A username given to someone else since u/<it> was written: its keys
+    -- named the one before, and are forgotten now, before they are captured.
+    IF EXISTS (SELECT FROM datatable_roles.user_key_stale(ws, identity_name, identity.incarnation)) THEN
+        PERFORM public.forget_workspace_user(ws, identity_name);
+    END IF;
+    -- The identity's groups and folders (member_keys' g/ and f/ keys), as
+    -- statements of this function so that their plans are kept.
+    identity_groups := ARRAY(
+        SELECT g FROM datatable_roles.directory_groups(ws, identity_name, identity.email) AS g
+        ORDER BY g);
+    identity_folders := ARRAY(
+        SELECT f FROM datatable_roles.directory_folders(ws, identity_name, identity_groups) AS f
+        ORDER BY f);
+    INSERT INTO datatable_roles.job_perms (
+        job_id, workspace, permissioned_as, email, is_admin, groups, folders,
+        end_user_email, origin, token_job_id
+    ) VALUES (
+        record_job_start.job_id, ws, record_job_start.permissioned_as, identity.email, identity.is_admin,
+        identity_groups, identity_folders,
+        viewer, record_job_start.origin, record_job_start.token_job_id
+    );
+    RETURN viewer;
+END;
+$$;
+
+-- Which login a job's connection to a data table uses (docs/rules.md).
+-- Returns one row: the database, the login, its password, the roles it
+-- holds (sorted names; {admin} for the admin login) and login_kind ('admin',
+-- 'role' or 'set'). A refusal raises 42501 with the data table, the rule
+-- (also in the error's CONSTRAINT field, e.g. 'R5'), and the fix; an admin
+-- login whose password was changed outside the package raises 55000
+-- (CONSTRAINT admin_password) rather than hand out a password that fails.
+CREATE OR REPLACE FUNCTION public.resolve_datatable_role(
+    job_id uuid, datatable text, role text DEFAULT null, for_migration boolean DEFAULT false,
+    OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text
+)
+RETURNS record
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+-- Generic plans: every statement here and in decide() is a lookup by key,
+-- and a custom plan (which PL/pgSQL keeps choosing when the generic one is
+-- estimated dearer) is planned anew on every call, the inlined functions
+-- included.
+SET plan_cache_mode = force_generic_plan
+-- No JIT: the catalog lookups of the heal check are estimated (a singleton
+-- settings table read as hundreds of rows) above jit_above_cost, and
+-- compiling the plan took 430 ms for a statement that runs in 1 ms.
+SET jit = off
+AS $$
+DECLARE
+    d datatable_roles.decision;
+BEGIN
+    IF resolve_datatable_role.job_id IS NULL OR resolve_datatable_role.datatable IS NULL
+        OR resolve_datatable_role.for_migration IS NULL THEN
+        PERFORM datatable_roles.require(resolve_datatable_role.job_id, 'job_id');
+        PERFORM datatable_roles.require(resolve_datatable_role.datatable, 'datatable');
+        PERFORM datatable_roles.require(resolve_datatable_role.for_migration, 'for_migration');
+    END IF;
+    d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
+        resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
+    IF d.refused_case = 'admin_password' THEN
+        RAISE EXCEPTION '%', d.refused_message
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = d.refused_hint,
+                  CONSTRAINT = d.refused_case;
+    ELSIF d.refused_case IS NOT NULL THEN
+        RAISE EXCEPTION '%', d.refused_message
+            USING ERRCODE = 'insufficient_privilege', HINT = d.refused_hint,
+                  DETAIL = format('refused by rule %s', d.refused_case),
+                  CONSTRAINT = d.refused_case;
+    END IF;
+    dbname := d.dbname;
+    roles := d.role_names;
+    login_kind := d.login_kind;
+    login := d.login;
+    password := d.password;
+    IF password IS NULL THEN
+        -- A set login to touch, make or take back.
+        SELECT s.login, s.password INTO login, password
+        FROM datatable_roles.ensure_set_login(d.dbname, d.role_ids) AS s;
+    END IF;
+END;
+$$;
+
+-- The decision of resolve_datatable_role, step by step, as jsonb, with no
+-- side effects (STABLE): it never creates or changes a login, and shows no
+-- password.
+CREATE OR REPLACE FUNCTION public.explain_datatable_role(
+    job_id uuid, datatable text, role text DEFAULT null
+)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    d datatable_roles.decision;
+BEGIN
+    PERFORM datatable_roles.require(explain_datatable_role.job_id, 'job_id');
+    PERFORM datatable_roles.require(explain_datatable_role.datatable, 'datatable');
+    d := datatable_roles.decide(explain_datatable_role.job_id, explain_datatable_role.datatable,
+        explain_datatable_role.role, false, true);
+    IF d.refused_case IS NOT NULL THEN
+        RETURN jsonb_build_object(
+            'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
+            'role', explain_datatable_role.role, 'steps', d.steps,
+            'refused', jsonb_build_object('rule', d.refused_case, 'message', d.refused_message,
+                'hint', d.refused_hint));
+    END IF;
+    RETURN jsonb_build_object(
+        'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
+        'role', explain_datatable_role.role, 'steps', d.steps,
+        'dbname', d.dbname, 'roles', to_jsonb(d.role_names), 'login', d.login,
+        'login_kind', d.login_kind,
+        'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = d.login));
+END;
+$$;
+
+-- A result cache path that belongs to the run's job identity and recorded
+-- viewer (two schedules of one script with the same args, run as two
+-- identities, may resolve differently, so they never share an entry): the
+-- same inputs give the same path, args are hashed independent of key order
+-- (jsonb keeps keys sorted), and runs of one identity with no viewer share
+-- one entry.
+CREATE OR REPLACE FUNCTION public.cached_result_path(job_id uuid, runnable text, args jsonb)
+RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    job datatable_roles.job_perms;
+BEGIN
+    PERFORM datatable_roles.require(cached_result_path.job_id, 'job_id');
+    PERFORM datatable_roles.require(cached_result_path.runnable, 'runnable');
+    SELECT p.* INTO job FROM datatable_roles.job_perms AS p WHERE p.job_id = cached_result_path.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % was never recorded', cached_result_path.job_id
+            USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start first.';
+    END IF;
+    RETURN format('%s/cache/%s', job.workspace, encode(sha256(convert_to(
+        jsonb_build_array(
+            job.workspace, cached_result_path.runnable,
+            coalesce(cached_result_path.args, 'null'::jsonb), job.permissioned_as,
+            lower(job.end_user_email)
+        )::text, 'UTF8'
+    )), 'hex'));
+END;
+$$;
+
+-- The roles a member may name on a data table (R1), and what a connection
+-- naming no role would give a job run as u/<username>: with no viewer who
+-- adds a role ('default'), and with the member as the job's own viewer
+-- ('default_as_viewer'). Built of the rules' own pieces (60_rules.sql):
+-- may_use for R1, default_of for the default (R2-R4, R10), viewer_roles_of
+-- for the viewer (R9), roles_of for the sorted names. The identity is the
+-- member's now, as record_job_start would capture it; under a reference it
+-- is looked up by email in the governing workspace, as decide() does. No
+-- tenant key and no other member is shown.
+CREATE OR REPLACE FUNCTION public.usable_datatable_roles(
+    workspace text, datatable text, username text
+)
+RETURNS TABLE (role text, source text, roles text[], rule text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable;
+    gov datatable_roles.datatable;
+    member record;
+    found_user record;
+    ident_admin boolean;
+    ident_keys text [];
+    dflt record;
+    held_ids bigint [] := '{}'::bigint [];
+    viewer_ids bigint [] := '{}'::bigint [];
+    default_name text;
+    alone text [];
+    with_viewer text [];
+BEGIN
+    entry := datatable_roles.require_datatable(usable_datatable_roles.workspace,
+        usable_datatable_roles.datatable);
+    PERFORM datatable_roles.check_name('user', usable_datatable_roles.username);
+    SELECT m.* INTO member
+    FROM datatable_roles.require_member(usable_datatable_roles.workspace,
+        usable_datatable_roles.username) AS m;
+    SELECT g.* INTO gov FROM datatable_roles.datatable AS g
+    WHERE g.id = coalesce(entry.governing_id, entry.id);
+
+    -- The identity in the governing workspace (docs/rules.md, Inputs).
+    IF gov.workspace = entry.workspace THEN
+        ident_admin := member.is_admin;
+        ident_keys := datatable_roles.member_keys(entry.workspace, member.username,
+            member.email, member.incarnation);
+    ELSE
+        SELECT m.* INTO found_user
+        FROM datatable_roles.directory_member_by_email(gov.workspace, member.email) AS m;
+        ident_admin := FOUND AND found_user.is_admin;
+        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(gov.workspace,
+            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
+    END IF;
+
+    -- R1: admin (always in the map), then each enabled role of the map the
+    -- identity may use, by name.
+    RETURN QUERY
+    SELECT u.name, 'named'::text, array[u.name], 'R1'::text
+    FROM (
+        SELECT 'admin'::text AS name, 0 AS rank
+        WHERE datatable_roles.may_use(ident_admin, ident_keys, gov.admin_tenants)
+        UNION ALL
+        SELECT r.name, 1
+        FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+        WHERE m.datatable_id = gov.id AND r.enabled
+            AND datatable_roles.may_use(ident_admin, ident_keys, m.tenants)
+    ) AS u
+    ORDER BY u.rank, u.name COLLATE "C";
+
+    -- No role named: R2, or R3/R4 with the viewer (R9, R10); R5 when empty.
+    IF gov.default_role = 'admin' THEN
+        RETURN QUERY SELECT 'admin'::text, 'default'::text, '{admin}'::text [], 'R2'::text;
+        RETURN QUERY SELECT 'admin'::text, 'default_as_viewer'::text, '{admin}'::text [],
+            'R2'::text;
+        RETURN;
+    END IF;
+    SELECT d.* INTO dflt
+    FROM datatable_roles.default_of(gov.id, gov.default_role, ident_admin, ident_keys) AS d;
+    IF dflt.held THEN
+        held_ids := array[dflt.id];
+    END IF;
+    IF dflt.viewer_may_add THEN
+        SELECT v.ids INTO viewer_ids
+        FROM datatable_roles.viewer_roles_of(gov.id, gov.workspace, member.email) AS v;
+    END IF;
+    default_name := nullif(gov.default_role, datatable_roles.no_default());
+    SELECT s.names INTO alone FROM datatable_roles.roles_of(held_ids) AS s;
+    SELECT s.names INTO with_viewer FROM datatable_roles.roles_of(held_ids || viewer_ids) AS s;
+    RETURN QUERY SELECT default_name, 'default'::text, nullif(alone, '{}'),
+        CASE WHEN alone = '{}' THEN 'R5' ELSE 'R3' END;
+    RETURN QUERY SELECT default_name, 'default_as_viewer'::text, nullif(with_viewer, '{}'),
+        CASE WHEN with_viewer = '{}' THEN 'R5' WHEN default_name IS NULL THEN 'R4' ELSE 'R3' END;
+END;
+$$;
+
+-- The worker calls (datatable_roles.entry_point), read by grant_calls,
+-- the doctor and tests/test_docs_agree.py. A typo fails here.
+INSERT INTO datatable_roles.entry_point (signature, caller)
+SELECT datatable_roles.signature_of(f.f) AS signature, 'worker' AS caller
+FROM unnest(ARRAY[
+    'public.record_job_start(uuid,text,text,text,text,uuid)',
+    'public.resolve_datatable_role(uuid,text,text,boolean)',
+    'public.explain_datatable_role(uuid,text,text)',
+    'public.cached_result_path(uuid,text,jsonb)',
+    'public.usable_datatable_roles(text,text,text)'
+]::regprocedure[]) AS f (f);

@@ -1,0 +1,828 @@
+-- The package owner's calls: the role catalog, the data tables and their
+-- role maps, the sweep and the drop of a catalog role, the previews, the
+-- grants of the other callers' calls, and the status report. Nobody else is
+-- granted them. The public ones but validate_role_name and the sweep
+-- procedure are SECURITY DEFINER, so a superuser who runs one acts as the
+-- owner. The operator functions in schema datatable_roles are called by
+-- their qualified names.
+
+-- docs/sql-api.md: non-empty, at most 63 bytes, ASCII letters, digits, '_'
+-- and '-', and not (case-insensitively) admin, postgres, public or a name
+-- under pg_, wm_set_, windmill_ or custom_instance_; nor a word that means
+-- something else where SQL expects a role (GRANT ... TO current_user,
+-- CREATE POLICY ... TO none). Raises 22023 (22004 on NULL).
+CREATE OR REPLACE FUNCTION public.validate_role_name(name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    folded text := lower(validate_role_name.name);
+BEGIN
+    PERFORM datatable_roles.require(validate_role_name.name, 'name');
+    IF validate_role_name.name = '' THEN
+        RAISE EXCEPTION 'a role name must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF octet_length(validate_role_name.name) > 63 THEN
+        RAISE EXCEPTION 'role name % is longer than 63 bytes', quote_literal(left(validate_role_name.name, 80))
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF validate_role_name.name !~ '^[A-Za-z0-9_-]+$' THEN
+        RAISE EXCEPTION 'role name % has a character other than ASCII letters, digits, _ and -',
+            quote_literal(validate_role_name.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF folded IN ('admin', 'postgres', 'public', 'current_user', 'current_role', 'session_user',
+            'user', 'all', 'none')
+        OR starts_with(folded, 'pg_')
+        OR starts_with(folded, 'wm_set_')
+        OR starts_with(folded, 'windmill_')
+        OR starts_with(folded, 'custom_instance_') THEN
+        RAISE EXCEPTION 'role name % is reserved', quote_literal(validate_role_name.name)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'admin, postgres, public, current_user, current_role, session_user, user, all, none and the prefixes pg_, wm_set_, windmill_ and custom_instance_ are reserved.';
+    END IF;
+END;
+$$;
+
+-- Returns the new role's catalog id.
+CREATE OR REPLACE FUNCTION public.create_datatable_role(name text)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    role_name text := create_datatable_role.name;
+    new_id bigint;
+BEGIN
+    PERFORM public.validate_role_name(role_name);
+    IF EXISTS (SELECT FROM datatable_roles.catalog_role AS r WHERE lower(r.name) = lower(role_name)) THEN
+        RAISE EXCEPTION 'data table role % already exists', quote_literal(role_name)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = role_name) THEN
+        RAISE EXCEPTION 'a PostgreSQL role named % already exists in this cluster', quote_literal(role_name)
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Role names are cluster-wide; choose another name.';
+    END IF;
+    INSERT INTO datatable_roles.catalog_role (name) VALUES (role_name) RETURNING id INTO new_id;
+    -- The link login is made a member so that it may later move what the role
+    -- owns in each data table database (REASSIGN OWNED needs the privileges
+    -- of both roles). The owner, its creator, holds ADMIN on it from 16 on.
+    BEGIN
+        EXECUTE format(
+            'CREATE ROLE %I WITH NOLOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION ROLE %I',
+            role_name, datatable_roles.link_login()
+        );
+    EXCEPTION WHEN reserved_name THEN
+        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(role_name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    RETURN new_id;
+END;
+$$;
+
+-- Renames the role; its catalog id, memberships and logins stay (login
+-- names hash ids, not names).
+-- Policies that name the role as text do not follow: see docs/policies.md.
+CREATE OR REPLACE FUNCTION public.rename_datatable_role(name text, new_name text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    old_role datatable_roles.catalog_role := datatable_roles.require_role(rename_datatable_role.name);
+BEGIN
+    PERFORM public.validate_role_name(new_name);
+    IF new_name = old_role.name THEN
+        RETURN;
+    END IF;
+    IF EXISTS (
+        SELECT FROM datatable_roles.catalog_role AS r
+        WHERE lower(r.name) = lower(new_name) AND r.id <> old_role.id
+    ) OR EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = new_name) THEN
+        RAISE EXCEPTION 'a role named % already exists', quote_literal(new_name)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    UPDATE datatable_roles.catalog_role AS r SET name = new_name WHERE r.id = old_role.id;
+    UPDATE datatable_roles.datatable AS d SET default_role = new_name
+    WHERE d.default_role = old_role.name;
+    BEGIN
+        EXECUTE format('ALTER ROLE %I RENAME TO %I', old_role.name, new_name);
+    EXCEPTION WHEN reserved_name THEN
+        RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(new_name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+END;
+$$;
+
+-- Disabling retires every login holding the role (retire_logins_holding);
+-- enabling lets the next resolve make or take them back.
+CREATE OR REPLACE FUNCTION public.set_datatable_role_enabled(name text, enabled boolean)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(set_datatable_role_enabled.name);
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_role_enabled.enabled, 'enabled');
+    IF set_datatable_role_enabled.enabled = target.enabled THEN
+        RETURN;
+    END IF;
+    UPDATE datatable_roles.catalog_role AS r SET enabled = set_datatable_role_enabled.enabled
+    WHERE r.id = target.id;
+    IF NOT set_datatable_role_enabled.enabled THEN
+        PERFORM datatable_roles.retire_logins_holding(target.id, NULL);
+    END IF;
+END;
+$$;
+
+-- Retires every login holding the role, on every database.
+CREATE OR REPLACE FUNCTION public.retire_role_set_logins_of(role text)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    RETURN datatable_roles.retire_logins_holding(
+        (datatable_roles.require_role(retire_role_set_logins_of.role)).id, NULL);
+END;
+$$;
+
+-- Drops a catalog role: gives what it owns in every data table database to
+-- that database's admin login, inert (dropping its privileges there; in any
+-- other database, what it owns and holds there is dropped), retires the
+-- logins holding it, removes it from every role map (a default naming it
+-- becomes no default, R11), and drops it.
+CREATE OR REPLACE FUNCTION public.drop_datatable_role(name text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target datatable_roles.catalog_role := datatable_roles.require_role(drop_datatable_role.name);
+    held text;
+    failed text [];
+BEGIN
+    -- The role's row first, as retirement and every resolve take it: no
+    -- resolve makes a login of it from here on, and none holds a lock this
+    -- drop takes later while waiting for the row.
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
+    -- Then the locks of the logins holding it (retired below), before the
+    -- access-list locks of the moves: a sweep or rotation of one of them
+    -- (its lock, then an access-list lock) cannot wait for this drop while
+    -- it waits for them.
+    FOR held IN
+        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+        WHERE s.role_ids @> array[target.id] ORDER BY s.login
+    LOOP
+        PERFORM datatable_roles.lock_set_login(held);
+    END LOOP;
+    -- In sessions of their own: DROP OWNED there also revokes the role's
+    -- grants on databases, rows this transaction must not hold meanwhile.
+    failed := datatable_roles.move_objects_of(target.name);
+    IF failed <> '{}' THEN
+        RAISE EXCEPTION 'role % could not be dropped: %', quote_literal(target.name),
+            array_to_string(failed, '; ')
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'What could be moved now belongs to the data table''s admin login; fix the rest and drop it again.';
+    END IF;
+    PERFORM datatable_roles.fault_point('drop_role:after_move');
+    PERFORM public.retire_role_set_logins_of(target.name);
+    UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
+    WHERE d.default_role = target.name;
+    DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
+    DELETE FROM datatable_roles.catalog_role AS r WHERE r.id = target.id;
+    PERFORM datatable_roles.end_sessions_of(target.name);
+    PERFORM datatable_roles.revoke_database_grants(target.name);
+    BEGIN
+        EXECUTE format('DROP ROLE %I', target.name);
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RAISE EXCEPTION 'role % still owns objects or holds privileges: %',
+            quote_literal(target.name), SQLERRM
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Revoke its privileges and move what it owns in each data table database, then drop it again.';
+    END;
+END;
+$$;
+
+-- Registers a data table: dbname must be a database owned by admin_login, and
+-- the package owner must be a member of admin_login. The admin password is
+-- tried (a login attempt: a wrong one is refused now, not at the first job),
+-- then set again, to the same password, through a verifier the package
+-- computes, so that a later change by anyone else is seen (admin_verifier).
+-- CONNECT is revoked from PUBLIC on the database; the default role starts as
+-- admin. Returns its id.
+CREATE OR REPLACE FUNCTION public.register_datatable(
+    workspace text, name text, dbname text, admin_login text, admin_password text
+)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    ws text := register_datatable.workspace;
+    db_owner oid;
+    new_id bigint;
+    problem text;
+    public_connect boolean;
+BEGIN
+    PERFORM datatable_roles.require_workspace(ws);
+    PERFORM datatable_roles.check_name('datatable', register_datatable.name);
+    PERFORM datatable_roles.check_dbname(register_datatable.dbname);
+    PERFORM datatable_roles.require(register_datatable.admin_login, 'admin_login');
+    PERFORM datatable_roles.require(register_datatable.admin_password, 'admin_password');
+    IF register_datatable.admin_password = '' THEN
+        RAISE EXCEPTION 'admin_password must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable AS d
+        WHERE d.workspace = ws AND d.name = register_datatable.name
+    ) THEN
+        RAISE EXCEPTION 'data table % already exists in workspace %',
+            quote_literal(register_datatable.name), quote_literal(ws)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    SELECT pd.datdba INTO db_owner FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'database % does not exist', quote_literal(left(register_datatable.dbname, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
+        RAISE EXCEPTION 'admin login % does not exist', quote_literal(left(register_datatable.admin_login, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    IF db_owner <> (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
+        RAISE EXCEPTION 'database % is not owned by admin login %',
+            quote_literal(register_datatable.dbname), quote_literal(register_datatable.admin_login)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The admin login is handed to jobs (R2): it must not be, or reach, the
+    -- package owner, nor hold cluster-wide powers, nor own the metadata
+    -- database. The refusal names what is wrong.
+    IF register_datatable.dbname = current_database() THEN
+        RAISE EXCEPTION 'database % is the metadata database: it cannot be a data table',
+            quote_literal(register_datatable.dbname)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Give the data table a database of its own.';
+    END IF;
+    SELECT array_to_string(ARRAY(
+        SELECT a FROM unnest(array[
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
+            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
+            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
+            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
+            CASE WHEN pg_has_role(pr.oid, current_user, 'MEMBER')
+                THEN format('member of the package owner %s', current_user) END
+        ]) AS a WHERE a IS NOT NULL), ', ')
+    INTO problem
+    FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login;
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login % may not be the admin login of a data table: it has %',
+            quote_literal(register_datatable.admin_login), problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
+    END IF;
+    IF NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE') THEN
+        RAISE EXCEPTION 'the package owner % is not a member of admin login %',
+            current_user, quote_literal(register_datatable.admin_login)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('As a superuser: GRANT %I TO %I%s;', register_datatable.admin_login, current_user,
+                      CASE WHEN datatable_roles.pg16_or_later() THEN ' WITH ADMIN OPTION' ELSE '' END);
+    END IF;
+    -- The link login moves objects to the admin login (REASSIGN OWNED needs
+    -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
+    IF NOT datatable_roles.link_holds(register_datatable.admin_login) THEN
+        IF datatable_roles.pg16_or_later()
+            AND NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE WITH ADMIN OPTION') THEN
+            RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',
+                current_user, quote_literal(register_datatable.admin_login)
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = format('PostgreSQL 16 and later: as a superuser, GRANT %I TO %I WITH ADMIN OPTION;',
+                          register_datatable.admin_login, current_user);
+        END IF;
+        EXECUTE format('GRANT %I TO %I', register_datatable.admin_login, datatable_roles.link_login());
+    END IF;
+    INSERT INTO datatable_roles.datatable (
+        workspace, name, dbname, admin_login, admin_password, admin_verifier, default_role
+    )
+    VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,
+        register_datatable.admin_password, datatable_roles.adopt_admin_password(
+            register_datatable.dbname, register_datatable.admin_login, register_datatable.admin_password),
+        'admin')
+    RETURNING id INTO new_id;
+    -- Other data tables of the same admin login take the password just
+    -- proven and the verifier just set (theirs no longer match).
+    UPDATE datatable_roles.datatable AS d
+    SET admin_password = n.admin_password, admin_verifier = n.admin_verifier
+    FROM datatable_roles.datatable AS n
+    WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
+    -- Only the logins the package hands out, and the roles the operator
+    -- grants CONNECT to, may connect to a data table's database.
+    PERFORM datatable_roles.lock_database_access(register_datatable.dbname);
+    SELECT has_database_privilege('public', pd.oid, 'CONNECT') INTO public_connect
+    FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
+    IF public_connect THEN
+        EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', register_datatable.dbname);
+        RAISE NOTICE 'REVOKE CONNECT ON DATABASE % FROM PUBLIC: roles that connected to it through PUBLIC can no longer connect',
+            quote_ident(register_datatable.dbname)
+            USING HINT = format('Grant CONNECT on %s to the roles that need it (its admin login owns it and keeps it).',
+                quote_ident(register_datatable.dbname));
+    END IF;
+    RETURN new_id;
+END;
+$$;
+
+-- The admin login's password changed (by the operator, or by a job that was
+-- handed the admin login): give the package the current one. Checked like
+-- register_datatable's; every data table of that admin login takes it.
+CREATE OR REPLACE FUNCTION public.set_datatable_admin_password(
+    workspace text, name text, admin_password text
+)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable := datatable_roles.require_governing_datatable(
+        set_datatable_admin_password.workspace, set_datatable_admin_password.name);
+    verifier text;
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_admin_password.admin_password, 'admin_password');
+    verifier := datatable_roles.adopt_admin_password(entry.dbname, entry.admin_login,
+        set_datatable_admin_password.admin_password);
+    UPDATE datatable_roles.datatable AS d
+    SET admin_password = set_datatable_admin_password.admin_password, admin_verifier = verifier
+    WHERE d.admin_login = entry.admin_login;
+END;
+$$;
+
+-- workspace/name becomes a reference to governing_workspace/governing_name
+-- (a fork). A reference to a reference points at the governing entry itself.
+CREATE OR REPLACE FUNCTION public.reference_datatable(
+    workspace text, name text, governing_workspace text, governing_name text
+)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target datatable_roles.datatable :=
+        datatable_roles.require_datatable(governing_workspace, governing_name);
+    new_id bigint;
+BEGIN
+    PERFORM datatable_roles.require_workspace(reference_datatable.workspace);
+    PERFORM datatable_roles.check_name('datatable', reference_datatable.name);
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable AS d
+        WHERE d.workspace = reference_datatable.workspace AND d.name = reference_datatable.name
+    ) THEN
+        RAISE EXCEPTION 'data table % already exists in workspace %',
+            quote_literal(reference_datatable.name), quote_literal(reference_datatable.workspace)
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO datatable_roles.datatable (workspace, name, governing_id)
+    VALUES (reference_datatable.workspace, reference_datatable.name, coalesce(target.governing_id, target.id))
+    RETURNING id INTO new_id;
+    RETURN new_id;
+END;
+$$;
+
+-- Puts role in the data table's role map with exactly these tenants (sorted,
+-- without duplicates), or sets the tenants of the reserved key admin. Every
+-- key is checked; a u/ key must name a member of the workspace.
+CREATE OR REPLACE FUNCTION public.set_datatable_role_tenants(
+    workspace text, datatable text, role text, tenants text[]
+)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable :=
+        datatable_roles.require_governing_datatable(workspace, datatable);
+    target datatable_roles.catalog_role;
+    tenant_key text;
+    clean text [];
+BEGIN
+    PERFORM datatable_roles.require(set_datatable_role_tenants.role, 'role');
+    PERFORM datatable_roles.require(set_datatable_role_tenants.tenants, 'tenants');
+    FOREACH tenant_key IN ARRAY set_datatable_role_tenants.tenants LOOP
+        PERFORM datatable_roles.check_tenant_key(tenant_key);
+        IF tenant_key LIKE 'u/%' THEN
+            PERFORM datatable_roles.bind_user_key(entry.workspace, substr(tenant_key, 3));
+        END IF;
+    END LOOP;
+    clean := ARRAY(SELECT DISTINCT t FROM unnest(set_datatable_role_tenants.tenants) AS t ORDER BY t);
+    IF set_datatable_role_tenants.role = 'admin' THEN
+        UPDATE datatable_roles.datatable AS d SET admin_tenants = clean WHERE d.id = entry.id;
+        RETURN;
+    END IF;
+    target := datatable_roles.require_role(set_datatable_role_tenants.role);
+    INSERT INTO datatable_roles.datatable_role AS m (datatable_id, role_id, tenants)
+    VALUES (entry.id, target.id, clean)
+    ON CONFLICT ON CONSTRAINT datatable_role_pkey DO UPDATE SET tenants = excluded.tenants;
+END;
+$$;
+
+-- Takes role out of the map; if it was the default, the data table is left
+-- with no default (R11), and the logins holding it on the data table's
+-- database are retired (unless another data table there still maps it).
+-- admin is always in the map and cannot be removed.
+CREATE OR REPLACE FUNCTION public.remove_datatable_role(workspace text, datatable text, role text)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable :=
+        datatable_roles.require_governing_datatable(workspace, datatable);
+    target datatable_roles.catalog_role;
+BEGIN
+    PERFORM datatable_roles.require(remove_datatable_role.role, 'role');
+    IF remove_datatable_role.role = 'admin' THEN
+        RAISE EXCEPTION 'admin is always in the role map of a data table'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Set its tenants to ''{}'' with set_datatable_role_tenants instead.';
+    END IF;
+    target := datatable_roles.require_role(remove_datatable_role.role);
+    -- The role's row first, as retirement and every resolve take it (then the
+    -- map rows, then each login's lock): a resolve making a login of it
+    -- finishes first and its login is retired below, or sees the removal;
+    -- and two removals of the role from data tables on one database run one
+    -- after the other, so the second sees the first's and retires.
+    PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = target.id FOR UPDATE;
+    DELETE FROM datatable_roles.datatable_role AS m
+    WHERE m.datatable_id = entry.id AND m.role_id = target.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'role % is not in the role map of data table %/%',
+            quote_literal(target.name), entry.workspace, entry.name
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
+    WHERE d.id = entry.id AND d.default_role = target.name;
+    IF NOT EXISTS (
+        SELECT FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+        WHERE m.role_id = target.id AND d.dbname = entry.dbname
+    ) THEN
+        PERFORM datatable_roles.retire_logins_holding(target.id, entry.dbname);
+    END IF;
+END;
+$$;
+
+-- role: a role of the map, 'admin' (allowed, with a warning: admin bypasses
+-- row-level security), or NULL for no default.
+CREATE OR REPLACE FUNCTION public.set_datatable_default_role(
+    workspace text, datatable text, role text
+)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable :=
+        datatable_roles.require_governing_datatable(workspace, datatable);
+    target datatable_roles.catalog_role;
+    new_default text;
+BEGIN
+    IF set_datatable_default_role.role IS NULL THEN
+        new_default := datatable_roles.no_default();
+    ELSIF set_datatable_default_role.role = 'admin' THEN
+        new_default := 'admin';
+        RAISE WARNING 'the default role of data table %/% is now admin', entry.workspace, entry.name
+            USING DETAIL = 'admin owns the tables and bypasses row-level security; connections naming no role see every row.';
+    ELSE
+        target := datatable_roles.require_role(set_datatable_default_role.role);
+        IF NOT EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            WHERE m.datatable_id = entry.id AND m.role_id = target.id
+        ) THEN
+            RAISE EXCEPTION 'role % is not in the role map of data table %/%',
+                quote_literal(target.name), entry.workspace, entry.name
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Add it with set_datatable_role_tenants first.';
+        END IF;
+        new_default := target.name;
+    END IF;
+    UPDATE datatable_roles.datatable AS d SET default_role = new_default WHERE d.id = entry.id;
+END;
+$$;
+
+-- What a change to a role would do, before it is made: the set logins it
+-- would retire, the sessions it would end, the data tables it touches (and,
+-- for a drop, the databases where the role owns or holds something).
+--
+-- change is 'remove' (remove_datatable_role(workspace, datatable, role)),
+-- 'disable' (set_datatable_role_enabled(role, false)), 'retire'
+-- (retire_role_set_logins_of(role)) or 'drop' (drop_datatable_role(role)).
+-- The real call runs, with its checks and errors, in a subtransaction that is
+-- always rolled back, while previewing() (20_catalog.sql) keeps
+-- end_sessions_of from ending anything and has retirement note each login.
+-- A drop's moves commit in each data table database, so they cannot be run:
+-- its preview runs the steps drop_datatable_role takes in the caller's
+-- transaction that retire and end sessions (70_lifecycle.sql), and reads
+-- what the others would change. Nothing is changed; the locks the change
+-- takes are held only while the preview runs.
+CREATE OR REPLACE FUNCTION public.preview_datatable_role_change(
+    change text, role text, workspace text DEFAULT null, datatable text DEFAULT null
+)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    kind text := preview_datatable_role_change.change;
+    role_name text := preview_datatable_role_change.role;
+    target datatable_roles.catalog_role;
+    entry datatable_roles.datatable;
+    notes jsonb;
+    report jsonb;
+BEGIN
+    PERFORM datatable_roles.require(kind, 'change');
+    PERFORM datatable_roles.require(role_name, 'role');
+    IF kind NOT IN ('remove', 'disable', 'retire', 'drop') THEN
+        RAISE EXCEPTION 'invalid change %', quote_literal(left(kind, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use remove, disable, retire or drop.';
+    END IF;
+    IF kind = 'remove' THEN
+        PERFORM datatable_roles.require(preview_datatable_role_change.workspace, 'workspace');
+        PERFORM datatable_roles.require(preview_datatable_role_change.datatable, 'datatable');
+    ELSIF preview_datatable_role_change.workspace IS NOT NULL
+        OR preview_datatable_role_change.datatable IS NOT NULL THEN
+        RAISE EXCEPTION 'a % applies to the catalog role: workspace and datatable must be NULL', kind
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- The switch names this transaction (previewing()).
+    PERFORM pg_current_xact_id();
+    BEGIN
+        PERFORM set_config('datatable_roles.preview', pg_current_xact_id()::text, true);
+        PERFORM set_config('datatable_roles.preview_notes', '[]', true);
+        CASE kind
+            WHEN 'remove' THEN
+                PERFORM public.remove_datatable_role(preview_datatable_role_change.workspace,
+                    preview_datatable_role_change.datatable, role_name);
+            WHEN 'disable' THEN
+                PERFORM public.set_datatable_role_enabled(role_name, false);
+            WHEN 'retire' THEN
+                PERFORM public.retire_role_set_logins_of(role_name);
+            ELSE
+                PERFORM public.retire_role_set_logins_of(role_name);
+                PERFORM datatable_roles.end_sessions_of(role_name);
+        END CASE;
+        notes := current_setting('datatable_roles.preview_notes')::jsonb;
+        RAISE EXCEPTION 'preview rolled back' USING ERRCODE = 'DTRPV';
+    EXCEPTION WHEN SQLSTATE 'DTRPV' THEN
+        NULL;
+    END;
+
+    target := datatable_roles.require_role(role_name);
+    IF kind = 'remove' THEN
+        entry := datatable_roles.require_governing_datatable(
+            preview_datatable_role_change.workspace, preview_datatable_role_change.datatable);
+    END IF;
+    report := jsonb_build_object('change', kind, 'role', target.name);
+    IF kind = 'remove' THEN
+        report := report || jsonb_build_object('workspace', entry.workspace,
+            'datatable', entry.name);
+    END IF;
+
+    -- The data tables: the one a removal edits; every map holding the role for
+    -- a disable or a drop; none for a retirement, which edits no map.
+    report := report || jsonb_build_object('datatables', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
+            'default', d.default_role = target.name,
+            'references', to_jsonb(ARRAY(
+                SELECT x.workspace || '/' || x.name FROM datatable_roles.datatable AS x
+                WHERE x.governing_id = d.id ORDER BY 1)))
+            ORDER BY d.workspace, d.name)
+        FROM datatable_roles.datatable AS d
+        JOIN datatable_roles.datatable_role AS m ON m.datatable_id = d.id AND m.role_id = target.id
+        WHERE kind IN ('disable', 'drop') OR kind = 'remove' AND d.id = entry.id), '[]'));
+
+    -- The logins the change retires, in its order, each with its sessions.
+    report := report || jsonb_build_object('logins', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'login', n.note ->> 'retires', 'dbname', s.dbname,
+            'roles', to_jsonb(ARRAY(
+                SELECT coalesce(r.name, '#' || u.role_id || ' (dropped)')
+                FROM unnest(s.role_ids) AS u (role_id)
+                LEFT JOIN datatable_roles.catalog_role AS r ON r.id = u.role_id
+                ORDER BY coalesce(r.name, '#' || u.role_id || ' (dropped)') COLLATE "C")),
+            'live', (n.note ->> 'live')::boolean,
+            'pids', coalesce((
+                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
+                FROM jsonb_array_elements(notes) AS e (note)
+                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
+                WHERE e.note ->> 'sessions_of' = n.note ->> 'retires'), '[]'))
+            ORDER BY n.i)
+        FROM jsonb_array_elements(notes) WITH ORDINALITY AS n (note, i)
+        LEFT JOIN datatable_roles.datatable_role_set AS s ON s.login = n.note ->> 'retires'
+        WHERE n.note ? 'retires'), '[]'));
+    report := report || jsonb_build_object('retired', (
+        SELECT count(*) FROM jsonb_array_elements(report -> 'logins') AS l (login)
+        WHERE (l.login ->> 'live')::boolean));
+    IF kind = 'drop' THEN
+        report := report || jsonb_build_object(
+            'role_sessions', coalesce((
+                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
+                FROM jsonb_array_elements(notes) AS e (note)
+                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
+                WHERE e.note ->> 'sessions_of' = target.name), '[]'),
+            'objects_in', coalesce((
+                SELECT jsonb_agg(jsonb_build_object('dbname', h.datname, 'moved_to', h.admin_login)
+                    ORDER BY h.datname)
+                FROM datatable_roles.databases_holding(target.name) AS h), '[]'));
+    END IF;
+    RETURN report || jsonb_build_object('sessions', (
+        SELECT jsonb_build_object('count', count(*),
+            'pids', coalesce(jsonb_agg(p.pid ORDER BY p.pid::integer), '[]'))
+        FROM jsonb_array_elements(notes) AS e (note)
+        CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)));
+END;
+$$;
+
+-- Drops this instance's logins unused for unused_for (default: settings
+-- unused_after, 30 days), going by this instance's rows only. Per login:
+-- take away its password and LOGIN (commit), then, holding the login's lock,
+-- move what it owns in each data table database to the admin login, inert,
+-- and drop it and its row (commit). A login it cannot finish keeps its row
+-- with an empty password, so the next sweep finds it again. Then it rotates
+-- every password older than rotate_every and heals every login someone else
+-- changed (each in its own commit), rotates the link login's, and ends
+-- stray sessions of retired logins (end_stray_sessions). Call it as the
+-- package owner, outside a transaction block:
+--     CALL sweep_unused_role_set_logins(NULL);
+-- report: {"examined", "dropped", "skipped", "unfinished": [{"login", "reason"}],
+-- "rotated", "healed"}.
+--
+-- A procedure that commits cannot pin search_path with a SET clause, so its
+-- own body only calls schema-qualified functions with arguments of their
+-- exact types and uses no operator: nothing a caller's search_path could
+-- shadow runs here. Every function it calls pins its own.
+CREATE OR REPLACE PROCEDURE public.sweep_unused_role_set_logins(
+    INOUT report jsonb DEFAULT null, unused_for interval DEFAULT null
+)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    state pg_catalog.jsonb := datatable_roles.sweep_start(unused_for);
+    victims pg_catalog.text [] := datatable_roles.sweep_victims(state);
+BEGIN
+    WHILE datatable_roles.sweep_pending(state) LOOP
+        state := datatable_roles.sweep_step(state, victims);
+        COMMIT;
+        IF datatable_roles.sweep_phase_begins(state) THEN
+            victims := datatable_roles.sweep_victims(state);
+        END IF;
+    END LOOP;
+    report := datatable_roles.sweep_report(state);
+END;
+$$;
+
+-- The logins a sweep would examine now.
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_candidates(p_unused_for interval DEFAULT null)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    SELECT datatable_roles.sweep_candidates_at(datatable_roles.sweep_cutoff(p_unused_for))
+$$;
+
+-- The package owner grants the run-time calls to the platform's worker role:
+--     SELECT datatable_roles.grant_worker('<worker role>');
+CREATE OR REPLACE FUNCTION datatable_roles.grant_worker(p_worker text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.grant_calls(p_worker, 'worker')
+$$;
+
+-- ... and the directory calls to the platform's directory writer (the role
+-- its code changes users, groups and folders as, in mirror mode):
+--     SELECT datatable_roles.grant_directory_writer('<writer role>');
+CREATE OR REPLACE FUNCTION datatable_roles.grant_directory_writer(p_writer text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.grant_calls(p_writer, 'directory')
+$$;
+
+-- The package owner gives a platform role the grants editor: EXECUTE on
+-- datatable_acl, plan_datatable_acl and apply_datatable_acl.
+--     SELECT datatable_roles.grant_acl_editor('<role>');
+CREATE OR REPLACE FUNCTION datatable_roles.grant_acl_editor(p_role text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.grant_calls(p_role, 'acl')
+$$;
+
+-- Everything `datatable-roles status` shows, as jsonb, read as the owner. No
+-- password is read, only whether one is set. Shape (docs/sql-api.md):
+-- instance_id, unused_after, touch_every, clock_offset, now; datatables (a
+-- reference: workspace, name, reference_to; otherwise workspace, name,
+-- dbname, admin_login, default_role (NULL for none), default_is_admin, roles:
+-- admin first, then by name); catalog_roles; set_logins, most recent first.
+CREATE OR REPLACE FUNCTION datatable_roles.status_report()
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+SET jit = off
+AS $$
+    SELECT jsonb_build_object(
+        'instance_id', st.instance_id,
+        'unused_after', st.unused_after::text,
+        'touch_every', st.touch_every::text,
+        'rotate_every', st.rotate_every::text, 'directory', st.directory,
+        'login_group', st.login_group,
+        'link_login', datatable_roles.link_login(),
+        'clock_offset', st.clock_offset::text,
+        'now', c.now,
+        'datatables', coalesce((
+            SELECT jsonb_agg(CASE WHEN g.id IS NOT NULL THEN jsonb_build_object(
+                'workspace', d.workspace, 'name', d.name,
+                'reference_to', g.workspace || '/' || g.name)
+            ELSE jsonb_build_object(
+                'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
+                'admin_login', d.admin_login,
+                'admin_password_ok', CASE WHEN d.admin_verifier IS NOT NULL
+                    THEN datatable_roles.verifier_is(d.admin_login, d.admin_verifier) END,
+                'default_role', nullif(d.default_role, datatable_roles.no_default()),
+                'default_is_admin', d.default_role = 'admin',
+                'roles', jsonb_build_array(jsonb_build_object(
+                    'role', 'admin', 'enabled', true, 'tenants', to_jsonb(d.admin_tenants)))
+                || coalesce((
+                    SELECT jsonb_agg(jsonb_build_object(
+                        'role', r.name, 'enabled', r.enabled, 'tenants', to_jsonb(m.tenants))
+                        ORDER BY r.name COLLATE "C")
+                    FROM datatable_roles.datatable_role AS m
+                    JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                    WHERE m.datatable_id = d.id), '[]'::jsonb)) END
+                ORDER BY d.workspace, d.name)
+            FROM datatable_roles.datatable AS d
+            LEFT JOIN datatable_roles.datatable AS g ON g.id = d.governing_id), '[]'::jsonb),
+        'catalog_roles', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'id', r.id, 'name', r.name, 'enabled', r.enabled, 'created_at', r.created_at,
+                'maps', (SELECT count(*) FROM datatable_roles.datatable_role AS m
+                    WHERE m.role_id = r.id),
+                'can_login', coalesce((SELECT pr.rolcanlogin FROM pg_roles AS pr
+                    WHERE pr.rolname = r.name), false))
+                ORDER BY r.name COLLATE "C")
+            FROM datatable_roles.catalog_role AS r), '[]'::jsonb),
+        'set_logins', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'login', s.login,
+                'roles', to_jsonb(ARRAY(
+                    SELECT coalesce(r.name, '#' || i.id::text || ' (dropped)')
+                    FROM unnest(s.role_ids) AS i (id)
+                    LEFT JOIN datatable_roles.catalog_role AS r ON r.id = i.id ORDER BY 1)),
+                'created_at', s.created_at,
+                'last_used_at', s.last_used_at,
+                'idle_seconds', extract(EPOCH FROM c.now - s.last_used_at),
+                'active', s.password <> '',
+                'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login),
+                'database', s.dbname,
+                'rotated_at', s.rotated_at,
+                'intact', s.password <> ''
+                    AND EXISTS (
+                        SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname)),
+                'stale', EXISTS (SELECT FROM datatable_roles.is_sweepable(s.last_used_at,
+                    s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null))))
+                ORDER BY s.last_used_at DESC, s.login)
+            FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
+    FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)
+$$;
+
+-- The owner calls (datatable_roles.entry_point), read by grant_calls,
+-- the doctor and tests/test_docs_agree.py. A typo fails here.
+INSERT INTO datatable_roles.entry_point (signature, caller)
+SELECT datatable_roles.signature_of(f.f) AS signature, 'owner' AS caller
+FROM unnest(ARRAY[
+    'public.validate_role_name(text)',
+    'public.create_datatable_role(text)',
+    'public.rename_datatable_role(text,text)',
+    'public.set_datatable_role_enabled(text,boolean)',
+    'public.retire_role_set_logins_of(text)',
+    'public.drop_datatable_role(text)',
+    'public.register_datatable(text,text,text,text,text)',
+    'public.set_datatable_admin_password(text,text,text)',
+    'public.reference_datatable(text,text,text,text)',
+    'public.set_datatable_role_tenants(text,text,text,text[])',
+    'public.remove_datatable_role(text,text,text)',
+    'public.set_datatable_default_role(text,text,text)',
+    'public.preview_datatable_role_change(text,text,text,text)',
+    'public.sweep_unused_role_set_logins(jsonb,interval)',
+    'datatable_roles.sweep_candidates(interval)',
+    'datatable_roles.grant_worker(text)',
+    'datatable_roles.grant_directory_writer(text)',
+    'datatable_roles.grant_acl_editor(text)',
+    'datatable_roles.status_report()',
+    'datatable_roles.renew_link_login()'
+]::regprocedure[]) AS f (f);
