@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 32738210bc956fb522ad20d94406fd7acb818ac6e19b160ccc601de792a979dc
+-- functions: 01f3e0ed1b3731936ca756cb4c5122f6b56285da1da60686c0eca4ce43e45d13
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
@@ -20,3 +20,28 @@ CREATE TABLE datatable_roles.remote_script (
     name text PRIMARY KEY,
     body text NOT NULL
 );
+
+-- decide() returns the decision with reason codes and the facts the rules
+-- read; explain's trace and the refusals' messages are rendered from them
+-- (sql/functions/core/62_explain.sql). decide keeps its signature and is
+-- recreated by the post-apply hook.
+ALTER TYPE datatable_roles.decision DROP ATTRIBUTE IF EXISTS refused_message;
+ALTER TYPE datatable_roles.decision DROP ATTRIBUTE IF EXISTS refused_hint;
+ALTER TYPE datatable_roles.decision DROP ATTRIBUTE IF EXISTS steps;
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE refused_reason text;  -- for R1: why it refused
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE reasons text[];  -- the rules applied, in order
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE job_workspace text;
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE permissioned_as text;
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE viewer_email text;  -- the job's recorded viewer
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE is_reference boolean;
+-- the identity in the governing workspace
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE ident_admin boolean;
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE ident_keys text[];
+-- the default (R3), when in the map
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE default_id bigint;
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE default_enabled boolean;
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE default_tenants text[];
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE default_held boolean;
+-- NULL: the viewer was not looked up (R10)
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE viewer_member boolean;
+ALTER TYPE datatable_roles.decision ADD ATTRIBUTE viewer_ids bigint[];

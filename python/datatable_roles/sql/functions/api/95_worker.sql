@@ -160,15 +160,9 @@ BEGIN
     END IF;
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
-    IF d.refused_case = 'admin_password' THEN
-        RAISE EXCEPTION '%', d.refused_message
-            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = d.refused_hint,
-                  CONSTRAINT = d.refused_case;
-    ELSIF d.refused_case IS NOT NULL THEN
-        RAISE EXCEPTION '%', d.refused_message
-            USING ERRCODE = 'insufficient_privilege', HINT = d.refused_hint,
-                  DETAIL = format('refused by rule %s', d.refused_case),
-                  CONSTRAINT = d.refused_case;
+    IF d.refused_case IS NOT NULL THEN
+        PERFORM datatable_roles.refuse(d, resolve_datatable_role.datatable,
+            resolve_datatable_role.role);
     END IF;
     dbname := d.dbname;
     roles := d.role_names;
@@ -196,21 +190,27 @@ SET jit = off
 AS $$
 DECLARE
     d datatable_roles.decision;
+    r record;
 BEGIN
     PERFORM datatable_roles.require(explain_datatable_role.job_id, 'job_id');
     PERFORM datatable_roles.require(explain_datatable_role.datatable, 'datatable');
     d := datatable_roles.decide(explain_datatable_role.job_id, explain_datatable_role.datatable,
         explain_datatable_role.role, false, true);
     IF d.refused_case IS NOT NULL THEN
+        SELECT f.message, f.hint INTO r
+        FROM datatable_roles.refusal_of(d, explain_datatable_role.datatable,
+            explain_datatable_role.role) AS f;
         RETURN jsonb_build_object(
             'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
-            'role', explain_datatable_role.role, 'steps', d.steps,
-            'refused', jsonb_build_object('rule', d.refused_case, 'message', d.refused_message,
-                'hint', d.refused_hint));
+            'role', explain_datatable_role.role,
+            'steps', datatable_roles.explain_steps(d, explain_datatable_role.role),
+            'refused', jsonb_build_object('rule', d.refused_case, 'message', r.message,
+                'hint', r.hint));
     END IF;
     RETURN jsonb_build_object(
         'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
-        'role', explain_datatable_role.role, 'steps', d.steps,
+        'role', explain_datatable_role.role,
+        'steps', datatable_roles.explain_steps(d, explain_datatable_role.role),
         'dbname', d.dbname, 'roles', to_jsonb(d.role_names), 'login', d.login,
         'login_kind', d.login_kind,
         'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = d.login));
@@ -252,10 +252,11 @@ $$;
 -- naming no role would give a job run as u/<username>: with no viewer who
 -- adds a role ('default'), and with the member as the job's own viewer
 -- ('default_as_viewer'). Built of the rules' own pieces (60_rules.sql):
--- may_use for R1, default_of for the default (R2-R4, R10), viewer_roles_of
--- for the viewer (R9), roles_of for the sorted names. The identity is the
--- member's now, as record_job_start would capture it; under a reference it
--- is looked up by email in the governing workspace, as decide() does. No
+-- identity_in for the identity, may_use for R1, unnamed_of for the default
+-- and the viewer (R2-R5, R9, R10), roles_of for the sorted names. The
+-- identity is the member's now, as record_job_start would capture it; under
+-- a reference it is looked up by email in the governing workspace, as
+-- decide() does. No
 -- tenant key and no other member is shown.
 CREATE OR REPLACE FUNCTION public.usable_datatable_roles(
     workspace text, datatable text, username text
@@ -268,12 +269,8 @@ DECLARE
     entry datatable_roles.datatable;
     gov datatable_roles.datatable;
     member record;
-    found_user record;
-    ident_admin boolean;
-    ident_keys text [];
-    dflt record;
-    held_ids bigint [] := '{}'::bigint [];
-    viewer_ids bigint [] := '{}'::bigint [];
+    ident record;
+    u record;
     default_name text;
     alone text [];
     with_viewer text [];
@@ -288,57 +285,45 @@ BEGIN
     WHERE g.id = coalesce(entry.governing_id, entry.id);
 
     -- The identity in the governing workspace (docs/rules.md, Inputs).
-    IF gov.workspace = entry.workspace THEN
-        ident_admin := member.is_admin;
-        ident_keys := datatable_roles.member_keys(entry.workspace, member.username,
-            member.email, member.incarnation);
-    ELSE
-        SELECT m.* INTO found_user
-        FROM datatable_roles.directory_member_by_email(gov.workspace, member.email) AS m;
-        ident_admin := FOUND AND found_user.is_admin;
-        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(gov.workspace,
-            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
-    END IF;
+    SELECT i.is_admin, i.keys INTO ident
+    FROM datatable_roles.identity_in(gov.workspace, entry.workspace, member.is_admin,
+        datatable_roles.member_keys(entry.workspace, member.username, member.email,
+            member.incarnation), member.email) AS i;
 
     -- R1: admin (always in the map), then each enabled role of the map the
     -- identity may use, by name.
     RETURN QUERY
-    SELECT u.name, 'named'::text, array[u.name], 'R1'::text
+    SELECT n.name, 'named'::text, array[n.name], 'R1'::text
     FROM (
         SELECT 'admin'::text AS name, 0 AS rank
-        WHERE datatable_roles.may_use(ident_admin, ident_keys, gov.admin_tenants)
+        WHERE datatable_roles.may_use(ident.is_admin, ident.keys, gov.admin_tenants)
         UNION ALL
         SELECT r.name, 1
         FROM datatable_roles.datatable_role AS m
         JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
         WHERE m.datatable_id = gov.id AND r.enabled
-            AND datatable_roles.may_use(ident_admin, ident_keys, m.tenants)
-    ) AS u
-    ORDER BY u.rank, u.name COLLATE "C";
+            AND datatable_roles.may_use(ident.is_admin, ident.keys, m.tenants)
+    ) AS n
+    ORDER BY n.rank, n.name COLLATE "C";
 
-    -- No role named: R2, or R3/R4 with the viewer (R9, R10); R5 when empty.
-    IF gov.default_role = 'admin' THEN
+    -- No role named: R2, or R3/R4 with the member as viewer (R9, R10); R5
+    -- when empty (unnamed_of, as decide() applies them).
+    SELECT n.* INTO u
+    FROM datatable_roles.unnamed_of(gov.id, gov.workspace, gov.default_role, ident.is_admin,
+        ident.keys, member.email) AS n;
+    IF u.rules[1] = 'R2' THEN
         RETURN QUERY SELECT 'admin'::text, 'default'::text, '{admin}'::text [], 'R2'::text;
         RETURN QUERY SELECT 'admin'::text, 'default_as_viewer'::text, '{admin}'::text [],
             'R2'::text;
         RETURN;
     END IF;
-    SELECT d.* INTO dflt
-    FROM datatable_roles.default_of(gov.id, gov.default_role, ident_admin, ident_keys) AS d;
-    IF dflt.held THEN
-        held_ids := array[dflt.id];
-    END IF;
-    IF dflt.viewer_may_add THEN
-        SELECT v.ids INTO viewer_ids
-        FROM datatable_roles.viewer_roles_of(gov.id, gov.workspace, member.email) AS v;
-    END IF;
     default_name := nullif(gov.default_role, datatable_roles.no_default());
-    SELECT s.names INTO alone FROM datatable_roles.roles_of(held_ids) AS s;
-    SELECT s.names INTO with_viewer FROM datatable_roles.roles_of(held_ids || viewer_ids) AS s;
+    SELECT s.names INTO alone FROM datatable_roles.roles_of(u.held_ids) AS s;
+    SELECT s.names INTO with_viewer FROM datatable_roles.roles_of(u.held_ids || u.viewer_ids) AS s;
     RETURN QUERY SELECT default_name, 'default'::text, nullif(alone, '{}'),
         CASE WHEN alone = '{}' THEN 'R5' ELSE 'R3' END;
     RETURN QUERY SELECT default_name, 'default_as_viewer'::text, nullif(with_viewer, '{}'),
-        CASE WHEN with_viewer = '{}' THEN 'R5' WHEN default_name IS NULL THEN 'R4' ELSE 'R3' END;
+        CASE WHEN 'R5' = ANY(u.rules) THEN 'R5' ELSE u.rules[1] END;
 END;
 $$;
 

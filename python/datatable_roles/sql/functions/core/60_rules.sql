@@ -1,7 +1,8 @@
 -- The resolution rules: all of docs/rules.md (R1-R12), and which login a
 -- result gets (R6/R7). decide() applies them, once, for both
 -- resolve_datatable_role (which hands the login out) and
--- explain_datatable_role (which shows the steps).
+-- explain_datatable_role (which shows the steps). It returns the decision
+-- with reason codes; 62_explain.sql renders them in words.
 --
 -- The pieces decide() is built of are one-row SQL functions without a SET
 -- clause, so that the planner inlines them into decide's queries (no call,
@@ -84,6 +85,65 @@ AS $$
     LEFT JOIN datatable_roles.directory_member_by_email(p_workspace, p_viewer_email) AS v ON true
 $$;
 
+-- The identity in the governing workspace (docs/rules.md, Inputs): its own
+-- memberships (p_own_admin, p_own_keys) when the governing workspace is its
+-- own, else its current ones there, found by email (none when not a
+-- member). Used by decide() and usable_datatable_roles.
+CREATE OR REPLACE FUNCTION datatable_roles.identity_in(
+    p_workspace text, p_own_workspace text, p_own_admin boolean, p_own_keys text[], p_email text
+)
+RETURNS TABLE (is_admin boolean, keys text[])
+LANGUAGE sql STABLE
+AS $$
+    SELECT p_own_admin, p_own_keys
+    WHERE p_workspace = p_own_workspace
+    UNION ALL
+    SELECT m.username IS NOT NULL AND m.is_admin,
+        CASE WHEN m.username IS NULL THEN '{}'::text [] ELSE datatable_roles.member_keys(
+            p_workspace, m.username, m.email, m.incarnation) END
+    FROM (SELECT) AS one
+    LEFT JOIN datatable_roles.directory_member_by_email(p_workspace, p_email) AS m ON true
+    WHERE p_workspace <> p_own_workspace
+$$;
+
+-- No role named: R2 (a default of admin gives admin, with no tenant check
+-- and no viewer lookup), else R3/R4 with the viewer (R9, R10): the default
+-- the identity holds (default_of) and the viewer's roles (viewer_roles_of,
+-- looked up only when a viewer could add one). rules: the rules applied, in
+-- order: {R2}, or the default's (R3, or R4 with no default), the viewer's
+-- (R3/R4 a member, R9 none, R10 not looked up) and R5 when no role remains.
+-- Used by decide() and usable_datatable_roles.
+CREATE OR REPLACE FUNCTION datatable_roles.unnamed_of(
+    p_datatable_id bigint, p_workspace text, p_default_role text,
+    p_ident_admin boolean, p_ident_keys text[], p_viewer_email text
+)
+RETURNS TABLE (
+    rules text[], default_id bigint, default_enabled boolean, default_tenants text[],
+    default_held boolean, viewer_member boolean, held_ids bigint[], viewer_ids bigint[]
+)
+LANGUAGE sql STABLE
+AS $$
+    SELECT '{R2}'::text [], NULL::bigint, NULL::boolean, NULL::text [], NULL::boolean,
+        NULL::boolean, '{}'::bigint [], '{}'::bigint []
+    WHERE p_default_role = 'admin'
+    UNION ALL
+    SELECT array[CASE WHEN p_default_role = datatable_roles.no_default() THEN 'R4' ELSE 'R3' END,
+            CASE WHEN NOT d.viewer_may_add THEN 'R10' WHEN v.username IS NOT NULL THEN 'R3/R4'
+                ELSE 'R9' END]
+        || CASE WHEN NOT d.held AND coalesce(v.ids, '{}') = '{}' THEN '{R5}'::text [] ELSE '{}' END,
+        d.id, d.enabled, d.tenants, d.held,
+        CASE WHEN d.viewer_may_add THEN v.username IS NOT NULL END,
+        CASE WHEN d.held THEN array[d.id] ELSE '{}'::bigint [] END, coalesce(v.ids, '{}')
+    FROM datatable_roles.default_of(p_datatable_id, p_default_role, p_ident_admin, p_ident_keys) AS d
+    LEFT JOIN LATERAL (
+        SELECT r.username, r.ids
+        FROM datatable_roles.viewer_roles_of(p_datatable_id, p_workspace, p_viewer_email) AS r
+        WHERE d.viewer_may_add
+        OFFSET 0  -- kept apart, so that viewer_may_add gates the lookup
+    ) AS v ON true
+    WHERE p_default_role <> 'admin'
+$$;
+
 -- The roles of a set of catalog ids: sorted ids and names sorted bytewise.
 CREATE OR REPLACE FUNCTION datatable_roles.roles_of(p_role_ids bigint[])
 RETURNS TABLE (ids bigint[], names text[])
@@ -113,11 +173,16 @@ AS $$
 $$;
 
 -- Decides without side effects (STABLE: PL/pgSQL refuses writes here).
--- Unknown job or data table raise P0002; a refusal is returned, not raised.
--- Few statements on purpose (each costs): one for the job and the data
--- table (R2 ends there), one for the default (default_of; R10 with the
--- default held ends there), one for the viewer (viewer_roles_of), and one
--- for the login (login_of_roles). p_trace fills steps, for explain.
+-- Unknown job or data table raise P0002; a refusal is returned, not raised:
+-- refused_case names the rule (and for R1 refused_reason why), and it
+-- carries the facts the rules read (reasons, the rules applied in order;
+-- the identity; the default and the viewer), which 62_explain.sql renders
+-- as explain's trace and as the refusal's message and hint. decide formats
+-- no message. Few statements on purpose (each costs): one for the job and
+-- the data table (R2 ends there), one for the identity (identity_in), one
+-- for the default and the viewer (unnamed_of), and one for the login
+-- (login_of_roles). p_trace looks the identity up even where no rule
+-- reads it (R2 under a reference), for explain.
 --
 -- No SET clause (it would save and restore the setting on every call, on
 -- the hot path): decide is called only by resolve_datatable_role and
@@ -131,20 +196,9 @@ LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     h record;
-    label text;
-    found_user record;
-    ident_admin boolean;
-    ident_keys text [];
     candidate record;
-    dflt record;
-    viewer record;               -- username, email, incarnation, ids
-    viewer_name text;
-    viewer_member boolean;       -- NULL: the viewer was not looked up (R10)
-    viewer_keys text [];         -- for the trace
-    viewer_ids bigint [] := '{}'::bigint [];
     is_admin boolean := false;   -- the result is {admin}
     ids bigint [] := '{}'::bigint [];
-    steps jsonb := '[]'::jsonb;
     result datatable_roles.decision;
 BEGIN
     -- The job, the entry it names (h.entry_id) and the governing entry (h.id),
@@ -154,9 +208,8 @@ BEGIN
         array['*', j.permissioned_as]
         || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
         || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
-        d.id AS entry_id, g.id, g.workspace, g.name, g.dbname, g.admin_login, g.admin_password,
-        g.admin_verifier,
-        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
+        d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
+        g.admin_verifier, g.default_role, g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
     INTO h
     FROM datatable_roles.job_perms AS j
     LEFT JOIN datatable_roles.datatable AS d
@@ -172,179 +225,53 @@ BEGIN
             quote_literal(left(p_datatable, 80)), quote_literal(h.job_workspace)
             USING ERRCODE = 'no_data_found';
     END IF;
-    label := format('%s/%s', h.job_workspace, p_datatable);
-    result.datatable_id := h.id;
-    result.dbname := h.dbname;
+    SELECT h.id, h.dbname, h.job_workspace, h.permissioned_as, h.end_user_email, h.is_reference
+    INTO result.datatable_id, result.dbname, result.job_workspace, result.permissioned_as,
+        result.viewer_email, result.is_reference;
 
-    -- The job identity counts in the governing workspace: its own memberships
-    -- as captured at start, or, for a data table another workspace governs,
-    -- its current ones there, found by email (none when not a member).
-    -- R2 needs none of it: another workspace's is looked up only when a rule
-    -- (or the trace) reads it.
-    IF h.workspace = h.job_workspace THEN
-        ident_admin := h.is_admin;
-        ident_keys := h.job_keys;
-    ELSIF p_role IS NOT NULL OR p_for_migration OR h.default_role <> 'admin' OR p_trace THEN
-        SELECT m.* INTO found_user
-        FROM datatable_roles.directory_member_by_email(h.workspace, h.email) AS m;
-        ident_admin := FOUND AND found_user.is_admin;
-        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(h.workspace,
-            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
-    END IF;
-    IF p_trace THEN
-        steps := steps || jsonb_build_object(
-            'step', 'identity', 'permissioned_as', h.permissioned_as,
-            'governing', format('%s/%s', h.workspace, h.name), 'reference', h.is_reference,
-            'workspace_admin', ident_admin, 'keys', to_jsonb(ident_keys),
-            'memberships', CASE WHEN h.workspace = h.job_workspace THEN 'captured at job start'
-                ELSE 'current, in the governing workspace' END);
+    -- R2 needs no identity: another workspace's is looked up only when a
+    -- rule (or the trace) reads it.
+    IF h.workspace = h.job_workspace OR p_role IS NOT NULL OR p_for_migration
+        OR h.default_role <> 'admin' OR p_trace THEN
+        SELECT i.is_admin, i.keys INTO result.ident_admin, result.ident_keys
+        FROM datatable_roles.identity_in(h.workspace, h.job_workspace, h.is_admin, h.job_keys,
+            h.email) AS i;
     END IF;
 
     IF p_role IS NOT NULL THEN
         -- R1 (and R8 when a migration names a role): exactly {R}.
-        result.refused_case := 'R1';
+        result.reasons := '{R1}';
         IF p_role = 'admin' THEN
-            IF datatable_roles.may_use(ident_admin, ident_keys, h.admin_tenants) THEN
-                result.refused_case := NULL;
-                is_admin := true;
-            ELSE
-                result.refused_message := format(
-                    'data table %s: role admin was named, and the job identity %s may not use it',
-                    label, h.permissioned_as);
-                result.refused_hint := 'Name a role the identity is a tenant of, or add the identity to the tenants of admin.';
-            END IF;
+            is_admin := datatable_roles.may_use(result.ident_admin, result.ident_keys, h.admin_tenants);
+            result.refused_reason := CASE WHEN is_admin THEN NULL ELSE 'admin_not_tenant' END;
         ELSE
-            SELECT r.id, r.name, r.enabled, m.tenants, m.role_id IS NOT NULL AS mapped
-            INTO candidate
+            SELECT r.id, r.enabled, m.tenants, m.role_id IS NOT NULL AS mapped INTO candidate
             FROM datatable_roles.catalog_role AS r
-            LEFT JOIN datatable_roles.datatable_role AS m
-                ON m.role_id = r.id AND m.datatable_id = h.id
+            LEFT JOIN datatable_roles.datatable_role AS m ON m.role_id = r.id AND m.datatable_id = h.id
             WHERE r.name = p_role;
-            IF NOT FOUND OR NOT candidate.mapped THEN
-                result.refused_message := format(
-                    'data table %s: role %s was named, and it is not in the data table''s role map',
-                    label, quote_literal(left(p_role, 80)));
-                result.refused_hint := coalesce('Did you mean ' || quote_literal(
-                        datatable_roles.nearest_name(p_role, ARRAY(
-                            SELECT r.name FROM datatable_roles.datatable_role AS m
-                            JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                            WHERE m.datatable_id = h.id) || 'admin'::text)) || '? ', '')
-                    || 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
-            ELSIF NOT candidate.enabled THEN
-                result.refused_message := format(
-                    'data table %s: role %s was named, and it is disabled', label,
-                    quote_literal(candidate.name));
-                result.refused_hint := 'Enable the role, or name another one.';
-            ELSIF NOT datatable_roles.may_use(ident_admin, ident_keys, candidate.tenants) THEN
-                result.refused_message := format(
-                    'data table %s: role %s was named, and the job identity %s is not a tenant of it',
-                    label, quote_literal(candidate.name), h.permissioned_as);
-                result.refused_hint := 'Add the identity (or one of its groups or folders) to the role''s tenants, or name a role it may use.';
-            ELSE
-                result.refused_case := NULL;
-                ids := array[candidate.id];
-            END IF;
+            result.refused_reason := CASE WHEN candidate.id IS NULL OR NOT candidate.mapped THEN 'not_in_map'
+                WHEN NOT candidate.enabled THEN 'disabled'
+                WHEN NOT datatable_roles.may_use(result.ident_admin, result.ident_keys, candidate.tenants)
+                    THEN 'not_tenant' END;
+            ids := array[candidate.id];
         END IF;
-        IF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'named role', 'rule', 'R1', 'role', p_role,
-                'usable', result.refused_case IS NULL);
-        END IF;
+        result.refused_case := CASE WHEN result.refused_reason IS NOT NULL THEN 'R1' END;
     ELSIF p_for_migration THEN
         -- R8: a migration naming no role runs as admin, when admin may serve.
-        IF h.default_role = 'admin' OR datatable_roles.may_use(ident_admin, ident_keys, h.admin_tenants) THEN
-            is_admin := true;
-        ELSE
-            result.refused_case := 'R8';
-            result.refused_message := format(
-                'data table %s: a migration naming no role runs as admin, and the job identity %s may not use admin',
-                label, h.permissioned_as);
-            result.refused_hint := 'Name a role in the migration, or add the identity to the tenants of admin.';
-        END IF;
-        IF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'migration', 'rule', 'R8', 'admin', is_admin);
-        END IF;
-    ELSIF h.default_role = 'admin' THEN
-        -- R2: exactly as before viewer roles: no tenant check, no viewer lookup.
-        is_admin := true;
-        IF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R2', 'default', 'admin',
-                'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup');
-        END IF;
+        result.reasons := '{R8}';
+        is_admin := h.default_role = 'admin'
+            OR datatable_roles.may_use(result.ident_admin, result.ident_keys, h.admin_tenants);
+        result.refused_case := CASE WHEN NOT coalesce(is_admin, false) THEN 'R8' END;
     ELSE
-        -- R3/R4, with R9 and R10 (default_of, viewer_roles_of).
-        SELECT d.* INTO dflt
-        FROM datatable_roles.default_of(h.id, h.default_role, ident_admin, ident_keys) AS d;
-        IF dflt.held THEN
-            ids := array[dflt.id];
-        END IF;
-        IF p_trace AND h.default_role <> datatable_roles.no_default() THEN
-            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
-                'default', h.default_role, 'gives', CASE WHEN dflt.held THEN h.default_role END,
-                'why', CASE
-                    WHEN dflt.id IS NULL THEN 'the default is not in the role map'
-                    WHEN NOT dflt.enabled THEN 'the default role is disabled'
-                    WHEN ident_admin THEN 'the job identity is a workspace admin'
-                    WHEN dflt.held THEN 'the identity is named by ' || array_to_string(
-                        ARRAY(SELECT unnest(dflt.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
-                    ELSE 'the job identity is not a tenant of the default role' END);
-        ELSIF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R4', 'default', NULL,
-                'gives', NULL, 'why', 'the data table has no default role');
-        END IF;
-
-        IF dflt.viewer_may_add THEN
-            SELECT v.* INTO viewer
-            FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v;
-            viewer_name := viewer.username;
-            viewer_ids := viewer.ids;
-            viewer_member := viewer_name IS NOT NULL;
-            ids := ids || viewer_ids;
-            IF p_trace THEN
-                IF viewer_member THEN
-                    viewer_keys := datatable_roles.member_keys(
-                        h.workspace, viewer_name, viewer.email, viewer.incarnation);
-                END IF;
-                steps := steps || jsonb_build_object('step', 'viewer', 'rule',
-                    CASE WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END,
-                    'viewer', h.end_user_email,
-                    'member', viewer_member,
-                    'why', CASE
-                        WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
-                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace (or is disabled, or shares the email with another member)'
-                        ELSE 'tenant lists naming the viewer' END,
-                    'roles', coalesce((
-                        SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
-                            SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
-                            ORDER BY r.name)
-                        FROM datatable_roles.datatable_role AS m
-                        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                        WHERE m.datatable_id = h.id AND m.role_id = ANY(viewer_ids)), '[]'));
-            END IF;
-        ELSIF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'viewer', 'rule', 'R10',
-                'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up');
-        END IF;
-
-        IF ids = '{}' THEN
-            -- R5: never an empty or read-nothing login.
-            result.refused_case := 'R5';
-            result.refused_message := format(
-                'data table %s: no role remains for this connection (%s; %s)', label,
-                CASE WHEN h.default_role = datatable_roles.no_default() THEN 'there is no default role'
-                    WHEN NOT dflt.enabled
-                        THEN format('the default role %s is disabled', quote_literal(h.default_role))
-                    ELSE format('the job identity %s may not use the default role %s',
-                        h.permissioned_as, quote_literal(h.default_role)) END,
-                CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
-                    WHEN NOT coalesce(viewer_member, false) AND EXISTS (
-                        SELECT FROM datatable_roles.directory_member_by_email(
-                            h.workspace, h.end_user_email))
-                        THEN 'no role of the map names anyone'
-                    WHEN NOT coalesce(viewer_member, false)
-                        THEN 'the viewer is not a member of the governing workspace'
-                    ELSE 'the viewer is a tenant of no role' END);
-            result.refused_hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
-        END IF;
+        -- R2, or R3/R4 with R9 and R10; R5: never an empty or read-nothing login.
+        SELECT u.rules, u.default_id, u.default_enabled, u.default_tenants, u.default_held,
+            u.viewer_member, u.viewer_ids, u.rules[1] = 'R2', u.held_ids || u.viewer_ids,
+            CASE WHEN 'R5' = ANY(u.rules) THEN 'R5' END
+        INTO result.reasons, result.default_id, result.default_enabled, result.default_tenants,
+            result.default_held, result.viewer_member, result.viewer_ids, is_admin, ids,
+            result.refused_case
+        FROM datatable_roles.unnamed_of(h.id, h.workspace, h.default_role, result.ident_admin,
+            result.ident_keys, h.end_user_email) AS u;
     END IF;
 
     -- R6/R7: the login that holds exactly the result.
@@ -353,25 +280,15 @@ BEGIN
             AND NOT datatable_roles.verifier_is(h.admin_login, h.admin_verifier) THEN
             -- Never hand out a password known not to work.
             result.refused_case := 'admin_password';
-            result.refused_message := format(
-                'data table %s: the password of its admin login %s was changed outside the package',
-                label, h.admin_login);
-            result.refused_hint := 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
         ELSIF is_admin THEN
-            result.role_ids := '{}';
-            result.role_names := '{admin}';
-            result.login_kind := 'admin';
-            result.login := h.admin_login;
-            result.password := h.admin_password;
+            SELECT '{}'::bigint [], '{admin}'::text [], 'admin', h.admin_login, h.admin_password
+            INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password;
         ELSE
             SELECT s.ids, s.names, l.kind, l.login, l.password
             INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password
             FROM datatable_roles.roles_of(ids) AS s
             CROSS JOIN LATERAL datatable_roles.login_of_roles(h.dbname, s.ids) AS l;
         END IF;
-    END IF;
-    IF p_trace THEN
-        result.steps := steps;
     END IF;
     RETURN result;
 END;
