@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 01f3e0ed1b3731936ca756cb4c5122f6b56285da1da60686c0eca4ce43e45d13
+-- functions: e101323bb2057c2a1b690a3efa4c804350172dca42b13af5c53241f15c6b1ab0
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

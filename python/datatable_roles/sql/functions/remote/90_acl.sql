@@ -632,10 +632,7 @@ BEGIN
     ELSE
         IF p_entry.admin_verifier IS NOT NULL
             AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
-            RAISE EXCEPTION 'the password of admin login % was changed outside the package',
-                quote_literal(p_entry.admin_login)
-                USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'admin_password',
-                      HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
+            PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
         END IF;
         BEGIN
             PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
