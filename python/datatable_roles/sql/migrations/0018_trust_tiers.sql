@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: e101323bb2057c2a1b690a3efa4c804350172dca42b13af5c53241f15c6b1ab0
+-- functions: 6643c84314dc85416f70e06553f1536aef30995ac79c65115d2043fb80df6c2c
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

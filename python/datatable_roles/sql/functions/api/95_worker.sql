@@ -10,8 +10,8 @@
 --   job_token          the recorded viewer of token_job_id (looked up, never passed)
 --   schedule, trigger, agent_tool   nobody
 -- An argument the origin does not use must be NULL, so nothing else can
--- supply a viewer. The identity's admin flag, groups and folders are captured
--- now. Returns the recorded viewer.
+-- supply a viewer (datatable_roles.job_viewer). The identity's admin flag,
+-- groups and folders are captured now. Returns the recorded viewer.
 CREATE OR REPLACE FUNCTION public.record_job_start(
     job_id uuid,
     workspace text,
@@ -31,7 +31,6 @@ DECLARE
     identity_groups text [];
     identity_folders text [];
     viewer text;
-    parent datatable_roles.job_perms;
 BEGIN
     PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
     PERFORM datatable_roles.require_workspace(ws);
@@ -45,56 +44,8 @@ BEGIN
     PERFORM datatable_roles.check_name('user', identity_name);
     SELECT m.* INTO identity FROM datatable_roles.require_member(ws, identity_name) AS m;
 
-    IF record_job_start.origin NOT IN ('app', 'run', 'preview', 'job_token', 'schedule', 'trigger', 'agent_tool') THEN
-        RAISE EXCEPTION 'invalid origin %', quote_literal(left(record_job_start.origin, 80))
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use app, run, preview, job_token, schedule, trigger or agent_tool.';
-    END IF;
-    IF record_job_start.token_job_id IS NOT NULL AND record_job_start.origin <> 'job_token' THEN
-        RAISE EXCEPTION 'token_job_id is only for origin job_token'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF record_job_start.caller_email IS NOT NULL
-        AND record_job_start.origin NOT IN ('app', 'run', 'preview') THEN
-        RAISE EXCEPTION 'a % job has no caller: caller_email must be NULL', record_job_start.origin
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    CASE record_job_start.origin
-        WHEN 'app' THEN
-            IF record_job_start.caller_email IS NOT NULL THEN
-                PERFORM datatable_roles.check_email(record_job_start.caller_email);
-            END IF;
-            viewer := record_job_start.caller_email;
-        WHEN 'run', 'preview' THEN
-            PERFORM datatable_roles.check_email(record_job_start.caller_email);
-            viewer := record_job_start.caller_email;
-        WHEN 'job_token' THEN
-            PERFORM datatable_roles.require(record_job_start.token_job_id, 'token_job_id');
-            SELECT p.* INTO parent FROM datatable_roles.job_perms AS p
-            WHERE p.job_id = record_job_start.token_job_id;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION 'job % behind the token was never recorded', record_job_start.token_job_id
-                    USING ERRCODE = 'no_data_found';
-            END IF;
-            IF parent.workspace <> ws THEN
-                RAISE EXCEPTION 'job % behind the token belongs to another workspace', record_job_start.token_job_id
-                    USING ERRCODE = 'invalid_parameter_value';
-            END IF;
-            viewer := parent.end_user_email;
-        ELSE
-            viewer := NULL;
-    END CASE;
-
-    IF viewer IS NOT NULL AND NOT EXISTS (
-        SELECT FROM datatable_roles.directory_member_by_email(ws, viewer)
-    ) THEN
-        -- Recorded as given (the viewer of a data table another workspace
-        -- governs is looked up there); explain would show it only later.
-        RAISE NOTICE 'the viewer % is not a member of workspace %: viewer roles of its data tables will not apply',
-            quote_literal(left(viewer, 80)), quote_literal(ws)
-            USING HINT = 'A viewer is found by email (any case); a disabled member, or an email two members share, names no one.';
-    END IF;
+    viewer := datatable_roles.job_viewer(ws, record_job_start.origin, record_job_start.caller_email,
+        record_job_start.token_job_id);
     IF EXISTS (SELECT FROM datatable_roles.job_perms AS p WHERE p.job_id = record_job_start.job_id) THEN
         RAISE EXCEPTION 'job % is already recorded; its viewer cannot change', record_job_start.job_id
             USING ERRCODE = 'unique_violation';

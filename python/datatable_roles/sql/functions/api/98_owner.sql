@@ -209,7 +209,7 @@ END;
 $$;
 
 -- Registers a data table: dbname must be a database owned by admin_login, and
--- the package owner must be a member of admin_login. The admin password is
+-- the package owner must be a member of admin_login (take_admin_login). The admin password is
 -- tried (a login attempt: a wrong one is refused now, not at the first job),
 -- then set again, to the same password, through a verifier the package
 -- computes, so that a later change by anyone else is seen (admin_verifier).
@@ -224,9 +224,7 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     ws text := register_datatable.workspace;
-    db_owner oid;
     new_id bigint;
-    problem text;
     public_connect boolean;
 BEGIN
     PERFORM datatable_roles.require_workspace(ws);
@@ -245,67 +243,7 @@ BEGIN
             quote_literal(register_datatable.name), quote_literal(ws)
             USING ERRCODE = 'duplicate_object';
     END IF;
-    SELECT pd.datdba INTO db_owner FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'database % does not exist', quote_literal(left(register_datatable.dbname, 80))
-            USING ERRCODE = 'no_data_found';
-    END IF;
-    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
-        RAISE EXCEPTION 'admin login % does not exist', quote_literal(left(register_datatable.admin_login, 80))
-            USING ERRCODE = 'no_data_found';
-    END IF;
-    IF db_owner <> (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
-        RAISE EXCEPTION 'database % is not owned by admin login %',
-            quote_literal(register_datatable.dbname), quote_literal(register_datatable.admin_login)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    -- The admin login is handed to jobs (R2): it must not be, or reach, the
-    -- package owner, nor hold cluster-wide powers, nor own the metadata
-    -- database. The refusal names what is wrong.
-    IF register_datatable.dbname = current_database() THEN
-        RAISE EXCEPTION 'database % is the metadata database: it cannot be a data table',
-            quote_literal(register_datatable.dbname)
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Give the data table a database of its own.';
-    END IF;
-    SELECT array_to_string(ARRAY(
-        SELECT a FROM unnest(array[
-            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
-            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
-            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
-            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
-            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
-            CASE WHEN pg_has_role(pr.oid, current_user, 'MEMBER')
-                THEN format('member of the package owner %s', current_user) END
-        ]) AS a WHERE a IS NOT NULL), ', ')
-    INTO problem
-    FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login;
-    IF problem <> '' THEN
-        RAISE EXCEPTION 'login % may not be the admin login of a data table: it has %',
-            quote_literal(register_datatable.admin_login), problem
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
-    END IF;
-    IF NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE') THEN
-        RAISE EXCEPTION 'the package owner % is not a member of admin login %',
-            current_user, quote_literal(register_datatable.admin_login)
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = format('As a superuser: GRANT %I TO %I%s;', register_datatable.admin_login, current_user,
-                      CASE WHEN datatable_roles.pg16_or_later() THEN ' WITH ADMIN OPTION' ELSE '' END);
-    END IF;
-    -- The link login moves objects to the admin login (REASSIGN OWNED needs
-    -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
-    IF NOT datatable_roles.link_holds(register_datatable.admin_login) THEN
-        IF datatable_roles.pg16_or_later()
-            AND NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE WITH ADMIN OPTION') THEN
-            RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',
-                current_user, quote_literal(register_datatable.admin_login)
-                USING ERRCODE = 'insufficient_privilege',
-                      HINT = format('PostgreSQL 16 and later: as a superuser, GRANT %I TO %I WITH ADMIN OPTION;',
-                          register_datatable.admin_login, current_user);
-        END IF;
-        EXECUTE format('GRANT %I TO %I', register_datatable.admin_login, datatable_roles.link_login());
-    END IF;
+    PERFORM datatable_roles.take_admin_login(register_datatable.dbname, register_datatable.admin_login);
     INSERT INTO datatable_roles.datatable (
         workspace, name, dbname, admin_login, admin_password, admin_verifier, default_role
     )
@@ -540,7 +478,6 @@ DECLARE
     target datatable_roles.catalog_role;
     entry datatable_roles.datatable;
     notes jsonb;
-    report jsonb;
 BEGIN
     PERFORM datatable_roles.require(kind, 'change');
     PERFORM datatable_roles.require(role_name, 'role');
@@ -586,65 +523,7 @@ BEGIN
         entry := datatable_roles.require_governing_datatable(
             preview_datatable_role_change.workspace, preview_datatable_role_change.datatable);
     END IF;
-    report := jsonb_build_object('change', kind, 'role', target.name);
-    IF kind = 'remove' THEN
-        report := report || jsonb_build_object('workspace', entry.workspace,
-            'datatable', entry.name);
-    END IF;
-
-    -- The data tables: the one a removal edits; every map holding the role for
-    -- a disable or a drop; none for a retirement, which edits no map.
-    report := report || jsonb_build_object('datatables', coalesce((
-        SELECT jsonb_agg(jsonb_build_object(
-            'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
-            'default', d.default_role = target.name,
-            'references', to_jsonb(ARRAY(
-                SELECT x.workspace || '/' || x.name FROM datatable_roles.datatable AS x
-                WHERE x.governing_id = d.id ORDER BY 1)))
-            ORDER BY d.workspace, d.name)
-        FROM datatable_roles.datatable AS d
-        JOIN datatable_roles.datatable_role AS m ON m.datatable_id = d.id AND m.role_id = target.id
-        WHERE kind IN ('disable', 'drop') OR kind = 'remove' AND d.id = entry.id), '[]'));
-
-    -- The logins the change retires, in its order, each with its sessions.
-    report := report || jsonb_build_object('logins', coalesce((
-        SELECT jsonb_agg(jsonb_build_object(
-            'login', n.note ->> 'retires', 'dbname', s.dbname,
-            'roles', to_jsonb(ARRAY(
-                SELECT coalesce(r.name, '#' || u.role_id || ' (dropped)')
-                FROM unnest(s.role_ids) AS u (role_id)
-                LEFT JOIN datatable_roles.catalog_role AS r ON r.id = u.role_id
-                ORDER BY coalesce(r.name, '#' || u.role_id || ' (dropped)') COLLATE "C")),
-            'live', (n.note ->> 'live')::boolean,
-            'pids', coalesce((
-                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
-                FROM jsonb_array_elements(notes) AS e (note)
-                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
-                WHERE e.note ->> 'sessions_of' = n.note ->> 'retires'), '[]'))
-            ORDER BY n.i)
-        FROM jsonb_array_elements(notes) WITH ORDINALITY AS n (note, i)
-        LEFT JOIN datatable_roles.datatable_role_set AS s ON s.login = n.note ->> 'retires'
-        WHERE n.note ? 'retires'), '[]'));
-    report := report || jsonb_build_object('retired', (
-        SELECT count(*) FROM jsonb_array_elements(report -> 'logins') AS l (login)
-        WHERE (l.login ->> 'live')::boolean));
-    IF kind = 'drop' THEN
-        report := report || jsonb_build_object(
-            'role_sessions', coalesce((
-                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
-                FROM jsonb_array_elements(notes) AS e (note)
-                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
-                WHERE e.note ->> 'sessions_of' = target.name), '[]'),
-            'objects_in', coalesce((
-                SELECT jsonb_agg(jsonb_build_object('dbname', h.datname, 'moved_to', h.admin_login)
-                    ORDER BY h.datname)
-                FROM datatable_roles.databases_holding(target.name) AS h), '[]'));
-    END IF;
-    RETURN report || jsonb_build_object('sessions', (
-        SELECT jsonb_build_object('count', count(*),
-            'pids', coalesce(jsonb_agg(p.pid ORDER BY p.pid::integer), '[]'))
-        FROM jsonb_array_elements(notes) AS e (note)
-        CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)));
+    RETURN datatable_roles.preview_report(kind, target, entry, notes);
 END;
 $$;
 
