@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 6643c84314dc85416f70e06553f1536aef30995ac79c65115d2043fb80df6c2c
+-- functions: cbf3d2d9c188844c78df7cd736808739fe6521b694f81e531d39c069f0313c78
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

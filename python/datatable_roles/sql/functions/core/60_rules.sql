@@ -112,36 +112,43 @@ $$;
 -- looked up only when a viewer could add one). rules: the rules applied, in
 -- order: {R2}, or the default's (R3, or R4 with no default), the viewer's
 -- (R3/R4 a member, R9 none, R10 not looked up) and R5 when no role remains.
--- Used by decide() and usable_datatable_roles.
+-- Used by decide() and usable_datatable_roles. PL/pgSQL, so that each
+-- statement starts its own small plan only when it runs.
 CREATE OR REPLACE FUNCTION datatable_roles.unnamed_of(
     p_datatable_id bigint, p_workspace text, p_default_role text,
-    p_ident_admin boolean, p_ident_keys text[], p_viewer_email text
+    p_ident_admin boolean, p_ident_keys text[], p_viewer_email text,
+    OUT rules text[], OUT default_id bigint, OUT default_enabled boolean,
+    OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean,
+    OUT held_ids bigint[], OUT viewer_ids bigint[]
 )
-RETURNS TABLE (
-    rules text[], default_id bigint, default_enabled boolean, default_tenants text[],
-    default_held boolean, viewer_member boolean, held_ids bigint[], viewer_ids bigint[]
-)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT '{R2}'::text [], NULL::bigint, NULL::boolean, NULL::text [], NULL::boolean,
-        NULL::boolean, '{}'::bigint [], '{}'::bigint []
-    WHERE p_default_role = 'admin'
-    UNION ALL
-    SELECT array[CASE WHEN p_default_role = datatable_roles.no_default() THEN 'R4' ELSE 'R3' END,
-            CASE WHEN NOT d.viewer_may_add THEN 'R10' WHEN v.username IS NOT NULL THEN 'R3/R4'
-                ELSE 'R9' END]
-        || CASE WHEN NOT d.held AND coalesce(v.ids, '{}') = '{}' THEN '{R5}'::text [] ELSE '{}' END,
-        d.id, d.enabled, d.tenants, d.held,
-        CASE WHEN d.viewer_may_add THEN v.username IS NOT NULL END,
-        CASE WHEN d.held THEN array[d.id] ELSE '{}'::bigint [] END, coalesce(v.ids, '{}')
-    FROM datatable_roles.default_of(p_datatable_id, p_default_role, p_ident_admin, p_ident_keys) AS d
-    LEFT JOIN LATERAL (
-        SELECT r.username, r.ids
-        FROM datatable_roles.viewer_roles_of(p_datatable_id, p_workspace, p_viewer_email) AS r
-        WHERE d.viewer_may_add
-        OFFSET 0  -- kept apart, so that viewer_may_add gates the lookup
-    ) AS v ON true
-    WHERE p_default_role <> 'admin'
+DECLARE
+    dflt record;
+BEGIN
+    held_ids := '{}';
+    viewer_ids := '{}';
+    IF p_default_role = 'admin' THEN
+        rules := '{R2}';
+        RETURN;
+    END IF;
+    SELECT d.* INTO dflt
+    FROM datatable_roles.default_of(p_datatable_id, p_default_role, p_ident_admin, p_ident_keys) AS d;
+    default_id := dflt.id;
+    default_enabled := dflt.enabled;
+    default_tenants := dflt.tenants;
+    default_held := dflt.held;
+    IF dflt.held THEN
+        held_ids := array[dflt.id];
+    END IF;
+    IF dflt.viewer_may_add THEN
+        SELECT v.username IS NOT NULL, v.ids INTO viewer_member, viewer_ids
+        FROM datatable_roles.viewer_roles_of(p_datatable_id, p_workspace, p_viewer_email) AS v;
+    END IF;
+    rules := array[CASE WHEN p_default_role = datatable_roles.no_default() THEN 'R4' ELSE 'R3' END,
+            CASE WHEN viewer_member IS NULL THEN 'R10' WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END]
+        || CASE WHEN held_ids || viewer_ids = '{}' THEN '{R5}'::text [] ELSE '{}' END;
+END;
 $$;
 
 -- The roles of a set of catalog ids: sorted ids and names sorted bytewise.
@@ -172,17 +179,62 @@ AS $$
     FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
 $$;
 
+-- What decide() reads first, in one statement (inlined into its query): the
+-- job, the entry it names (entry_id), the governing entry (id), and the
+-- identity in the governing workspace (identity_in, from the job identity's
+-- own keys as captured at start). R2 needs no identity: another
+-- workspace's is looked up only when p_identity (a rule or the trace reads
+-- it) or the default is not admin. No row: no such job.
+CREATE OR REPLACE FUNCTION datatable_roles.decide_job(
+    p_job_id uuid, p_datatable text, p_identity boolean
+)
+RETURNS TABLE (
+    job_workspace text, permissioned_as text, end_user_email text, entry_id bigint,
+    id bigint, workspace text, dbname text, admin_login text, admin_password text,
+    admin_verifier text, default_role text, admin_tenants text[], is_reference boolean,
+    ident_admin boolean, ident_keys text[]
+)
+LANGUAGE sql STABLE
+AS $$
+    SELECT h.job_workspace, h.permissioned_as, h.end_user_email, h.entry_id, h.id, h.workspace,
+        h.dbname, h.admin_login, h.admin_password, h.admin_verifier, h.default_role,
+        h.admin_tenants, h.is_reference, i.is_admin, i.keys
+    FROM (
+        SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
+            j.end_user_email, array['*', j.permissioned_as]
+            || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
+            || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
+            d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
+            g.admin_verifier, g.default_role, g.admin_tenants,
+            d.governing_id IS NOT NULL AS is_reference
+        FROM datatable_roles.job_perms AS j
+        LEFT JOIN datatable_roles.datatable AS d
+            ON d.workspace = j.workspace AND d.name = p_datatable
+        LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
+        WHERE j.job_id = p_job_id
+        OFFSET 0
+    ) AS h
+    LEFT JOIN LATERAL (
+        SELECT f.is_admin, f.keys
+        FROM datatable_roles.identity_in(h.workspace, h.job_workspace, h.is_admin, h.job_keys,
+            h.email) AS f
+        WHERE h.workspace = h.job_workspace OR p_identity OR h.default_role <> 'admin'
+        OFFSET 0  -- kept apart, so that the gate spares the lookup
+    ) AS i ON true
+$$;
+
 -- Decides without side effects (STABLE: PL/pgSQL refuses writes here).
 -- Unknown job or data table raise P0002; a refusal is returned, not raised:
--- refused_case names the rule (and for R1 refused_reason why), and it
--- carries the facts the rules read (reasons, the rules applied in order;
--- the identity; the default and the viewer), which 62_explain.sql renders
--- as explain's trace and as the refusal's message and hint. decide formats
--- no message. Few statements on purpose (each costs): one for the job and
--- the data table (R2 ends there), one for the identity (identity_in), one
--- for the default and the viewer (unnamed_of), and one for the login
--- (login_of_roles). p_trace looks the identity up even where no rule
--- reads it (R2 under a reference), for explain.
+-- refused_case names the rule (and for R1 refused_reason why), and the
+-- decision carries what the rules found (reasons, the rules applied in
+-- order; the identity; the default and the viewer), which 62_explain.sql
+-- renders as explain's trace and the refusal's message and hint. decide
+-- formats no message. Few statements on purpose (each costs, and so does
+-- each plan node a statement starts): one for the job, the data table and
+-- the identity (decide_job; R2 ends there), one for a named role or for the
+-- default and the viewer (unnamed_of), and one for the login
+-- (login_of_roles). p_trace looks the identity up even where no rule reads
+-- it (R2 under a reference), for explain.
 --
 -- No SET clause (it would save and restore the setting on every call, on
 -- the hot path): decide is called only by resolve_datatable_role and
@@ -201,21 +253,8 @@ DECLARE
     ids bigint [] := '{}'::bigint [];
     result datatable_roles.decision;
 BEGIN
-    -- The job, the entry it names (h.entry_id) and the governing entry (h.id),
-    -- and the job identity's own keys as captured at start.
-    SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
-        j.end_user_email,
-        array['*', j.permissioned_as]
-        || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
-        || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
-        d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
-        g.admin_verifier, g.default_role, g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
-    INTO h
-    FROM datatable_roles.job_perms AS j
-    LEFT JOIN datatable_roles.datatable AS d
-        ON d.workspace = j.workspace AND d.name = p_datatable
-    LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
-    WHERE j.job_id = p_job_id;
+    SELECT c.* INTO h FROM datatable_roles.decide_job(p_job_id, p_datatable,
+        p_role IS NOT NULL OR p_for_migration OR p_trace) AS c;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % was never recorded', p_job_id
             USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start when the job starts.';
@@ -225,18 +264,14 @@ BEGIN
             quote_literal(left(p_datatable, 80)), quote_literal(h.job_workspace)
             USING ERRCODE = 'no_data_found';
     END IF;
-    SELECT h.id, h.dbname, h.job_workspace, h.permissioned_as, h.end_user_email, h.is_reference
-    INTO result.datatable_id, result.dbname, result.job_workspace, result.permissioned_as,
-        result.viewer_email, result.is_reference;
-
-    -- R2 needs no identity: another workspace's is looked up only when a
-    -- rule (or the trace) reads it.
-    IF h.workspace = h.job_workspace OR p_role IS NOT NULL OR p_for_migration
-        OR h.default_role <> 'admin' OR p_trace THEN
-        SELECT i.is_admin, i.keys INTO result.ident_admin, result.ident_keys
-        FROM datatable_roles.identity_in(h.workspace, h.job_workspace, h.is_admin, h.job_keys,
-            h.email) AS i;
-    END IF;
+    result.datatable_id := h.id;
+    result.dbname := h.dbname;
+    result.job_workspace := h.job_workspace;
+    result.permissioned_as := h.permissioned_as;
+    result.viewer_email := h.end_user_email;
+    result.is_reference := h.is_reference;
+    result.ident_admin := h.ident_admin;
+    result.ident_keys := h.ident_keys;
 
     IF p_role IS NOT NULL THEN
         -- R1 (and R8 when a migration names a role): exactly {R}.
@@ -262,14 +297,18 @@ BEGIN
         is_admin := h.default_role = 'admin'
             OR datatable_roles.may_use(result.ident_admin, result.ident_keys, h.admin_tenants);
         result.refused_case := CASE WHEN NOT coalesce(is_admin, false) THEN 'R8' END;
+    ELSIF h.default_role = 'admin' THEN
+        -- R2, as unnamed_of gives it, without starting that statement's plan
+        -- (the hot path).
+        result.reasons := '{R2}';
+        is_admin := true;
     ELSE
-        -- R2, or R3/R4 with R9 and R10; R5: never an empty or read-nothing login.
+        -- R3/R4 with R9 and R10; R5: never an empty or read-nothing login.
         SELECT u.rules, u.default_id, u.default_enabled, u.default_tenants, u.default_held,
-            u.viewer_member, u.viewer_ids, u.rules[1] = 'R2', u.held_ids || u.viewer_ids,
+            u.viewer_member, u.viewer_ids, u.held_ids || u.viewer_ids,
             CASE WHEN 'R5' = ANY(u.rules) THEN 'R5' END
         INTO result.reasons, result.default_id, result.default_enabled, result.default_tenants,
-            result.default_held, result.viewer_member, result.viewer_ids, is_admin, ids,
-            result.refused_case
+            result.default_held, result.viewer_member, result.viewer_ids, ids, result.refused_case
         FROM datatable_roles.unnamed_of(h.id, h.workspace, h.default_role, result.ident_admin,
             result.ident_keys, h.end_user_email) AS u;
     END IF;
@@ -281,8 +320,11 @@ BEGIN
             -- Never hand out a password known not to work.
             result.refused_case := 'admin_password';
         ELSIF is_admin THEN
-            SELECT '{}'::bigint [], '{admin}'::text [], 'admin', h.admin_login, h.admin_password
-            INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password;
+            result.role_ids := '{}';
+            result.role_names := '{admin}';
+            result.login_kind := 'admin';
+            result.login := h.admin_login;
+            result.password := h.admin_password;
         ELSE
             SELECT s.ids, s.names, l.kind, l.login, l.password
             INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password
