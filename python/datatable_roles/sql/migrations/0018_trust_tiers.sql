@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: cbf3d2d9c188844c78df7cd736808739fe6521b694f81e531d39c069f0313c78
+-- functions: 33579c4cc3a081fd536cb78ac20ec856a279fe01ea40ac39b7891d964101375b
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

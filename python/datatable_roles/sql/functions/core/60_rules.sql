@@ -6,7 +6,8 @@
 --
 -- The pieces decide() is built of are one-row SQL functions without a SET
 -- clause, so that the planner inlines them into decide's queries (no call,
--- and the plan is kept with decide's). Each map entry's enabled flag is read
+-- and the plan is kept with decide's); unnamed_of is PL/pgSQL, so that the
+-- viewer's lookup starts a plan only when it runs. Each map entry's enabled flag is read
 -- by primary key, so that no plan scans the catalog.
 
 -- may_use (docs/rules.md): the identity is an admin of the governing
