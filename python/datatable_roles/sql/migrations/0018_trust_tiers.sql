@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 32738210bc956fb522ad20d94406fd7acb818ac6e19b160ccc601de792a979dc
+-- functions: c6fe3fb53cb574dfeda967d5cd51485bbf36cbee7b90289d2abcb8496bd17fbf
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
@@ -19,4 +19,30 @@ CREATE TABLE datatable_roles.entry_point (
 CREATE TABLE datatable_roles.remote_script (
     name text PRIMARY KEY,
     body text NOT NULL
+);
+
+-- The pieces of the grants editor's planner (sql/functions/remote/90_acl.sql)
+-- pass these between them: the checked request, and what a piece planned
+-- (its statements and run_as, the objects a warning names, its warnings).
+CREATE TYPE datatable_roles.acl_request AS (
+    target jsonb,           -- checked (acl_target)
+    target_kind text,       -- 'database', 'schema' or 'table'
+    action text,            -- 'grant', 'revoke' or 'owner'
+    role_name text,         -- the Postgres role granted to, revoked from or handed to
+    on_what text,           -- the change's "on" (NULL for owner)
+    object_kind text,       -- the kind of object privileges go on (NULL for owner)
+    privileges text [],     -- checked (acl_check_privileges; NULL for owner)
+    snapshot jsonb          -- acl_snapshot's
+);
+
+CREATE TYPE datatable_roles.acl_step AS (
+    statements text [],
+    run_as text [],
+    in_effect text [],      -- objects (creators) where the change holds already
+    names text [],          -- objects acted on (owner: extension members left out)
+    skipped text [],        -- objects left out
+    public_on text [],      -- objects PUBLIC holds privileges on
+    no_rls text [],         -- relations without row-level security
+    not_invoker text [],    -- views that are not security_invoker
+    warnings jsonb
 );
