@@ -15,7 +15,6 @@ LIMIT = 120
 KNOWN_OVER = {
     "datatable_roles.quarantine_statements": 552,
     "datatable_roles.decide": 253,
-    "datatable_roles.acl_read_sql": 157,
 }
 CREATE = re.compile(r"^CREATE (?:OR REPLACE )?(?:FUNCTION|PROCEDURE) ([\w.]+)\s*\(", re.I)
 OPEN = re.compile(r"^AS\s+(\$\w*\$)", re.I)

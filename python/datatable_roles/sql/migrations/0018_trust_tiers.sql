@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: c6fe3fb53cb574dfeda967d5cd51485bbf36cbee7b90289d2abcb8496bd17fbf
+-- functions: 565219154ea3ca751b334ce36f11abbb408181f2072280cc3eeddf864d0beb11
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
@@ -46,3 +46,9 @@ CREATE TYPE datatable_roles.acl_step AS (
     not_invoker text [],    -- views that are not security_invoker
     warnings jsonb
 );
+
+-- The grants editor's remote read is sql/functions/remote/scripts/acl_read.sql
+-- now (remote_script 'acl_read'), no longer SQL text built by functions.
+DROP FUNCTION IF EXISTS datatable_roles.acl_read_sql(text, text, text);
+DROP FUNCTION IF EXISTS datatable_roles.acl_live_sql();
+DROP FUNCTION IF EXISTS datatable_roles.acl_sql_grants(text);
