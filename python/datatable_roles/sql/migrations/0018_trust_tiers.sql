@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 32738210bc956fb522ad20d94406fd7acb818ac6e19b160ccc601de792a979dc
+-- functions: f2aab5c5a1850f29baf77035a717628989c69263308120f011816703f88967d5
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
