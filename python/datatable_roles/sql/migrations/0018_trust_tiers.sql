@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: f2aab5c5a1850f29baf77035a717628989c69263308120f011816703f88967d5
+-- functions: c24368ac7afe5a978d653096620c1003e41a5f11c9c316cf6f1df158139b2991
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
