@@ -253,21 +253,17 @@ CREATE FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
-    link datatable_roles.link_credential;
     why text;
     state text;
 BEGIN
-    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
-    END IF;
+    PERFORM datatable_roles.acl_disconnect();
     IF p_as_link THEN
-        SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
         BEGIN
-            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-                datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+            PERFORM datatable_roles.link_session_open('datatable_roles_acl', p_entry.dbname);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
-            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login', link.login, why, state);
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login',
+                datatable_roles.link_login(), why, state);
         END;
     ELSE
         IF p_entry.admin_verifier IS NOT NULL
@@ -278,8 +274,8 @@ BEGIN
                       HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
         END IF;
         BEGIN
-            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-                datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+            PERFORM datatable_roles.session_open('datatable_roles_acl', p_entry.dbname,
+                p_entry.admin_login, p_entry.admin_password);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
             PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
@@ -337,9 +333,7 @@ CREATE FUNCTION datatable_roles.acl_disconnect() RETURNS void
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
-    END IF;
+    PERFORM datatable_roles.session_close('datatable_roles_acl');
 END;
 $$;
 
@@ -1141,18 +1135,16 @@ DECLARE
     result jsonb;
 BEGIN
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+        PERFORM datatable_roles.session_exec(conn, 'SET ROLE NONE');
         -- Qualified: the session's search_path is not pinned yet.
-        SELECT v.p INTO session_path
-        FROM datatable_roles_dblink.dblink(conn, 'SELECT pg_catalog.current_setting(''search_path'')')
-            AS v (p text);
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET search_path = pg_catalog, pg_temp');
+        session_path := datatable_roles.session_value(conn,
+            'SELECT pg_catalog.current_setting(''search_path'')');
+        PERFORM datatable_roles.session_exec(conn, 'SET search_path = pg_catalog, pg_temp');
         -- Prepared once in this session (acl_connect opened it), run with
         -- the names as the statement's parameters.
-        PERFORM datatable_roles_dblink.dblink_exec(conn, datatable_roles.acl_read_script());
-        SELECT v.j INTO snap
-        FROM datatable_roles_dblink.dblink(conn, format('EXECUTE datatable_roles_acl_read(%L, %L, %L)',
-            p_target ->> 'schema', p_target ->> 'table', p_subject)) AS v (j text);
+        PERFORM datatable_roles.session_exec(conn, datatable_roles.acl_read_script());
+        snap := datatable_roles.session_value(conn, format('EXECUTE datatable_roles_acl_read(%L, %L, %L)',
+            p_target ->> 'schema', p_target ->> 'table', p_subject));
     EXCEPTION WHEN OTHERS THEN
         PERFORM datatable_roles.acl_disconnect();
         RAISE;
@@ -2004,28 +1996,11 @@ CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) RETU
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
-DECLARE
-    link datatable_roles.link_credential;
 BEGIN
-    -- FOR SHARE: a rotation of the link login's password (rotate_link_login)
-    -- commits first, or waits for this transaction.
-    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
-    -- A cancel (statement_timeout) is not caught below: it can leave the named
-    -- connection open in this session, and every later move here would fail
-    -- with "duplicate connection name". Close such a leftover first.
-    IF 'datatable_roles_link' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
-    END IF;
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link',
-        datatable_roles.conninfo_for(p_dbname, link.login, link.password));
-    BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link',
-            'SET search_path = pg_catalog, pg_temp; ' || p_sql);
-    EXCEPTION WHEN OTHERS THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
-        RAISE;
-    END;
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+    PERFORM datatable_roles.link_session_open('datatable_roles_link', p_dbname);
+    PERFORM datatable_roles.session_exec('datatable_roles_link',
+        'SET search_path = pg_catalog, pg_temp; ' || p_sql);
+    PERFORM datatable_roles.session_close('datatable_roles_link');
 END;
 $$;
 
@@ -2213,6 +2188,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.link_login() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    link datatable_roles.link_credential;
+BEGIN
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
+    RETURN datatable_roles.session_open(p_name, p_dbname, link.login, link.password);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(password text, last_used_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $$
@@ -2269,12 +2258,8 @@ CREATE FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_passw
 DECLARE
     why text;
 BEGIN
-    IF 'datatable_roles_try' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
-    END IF;
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_try',
-        datatable_roles.conninfo_for(p_dbname, p_login, p_password));
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
+    PERFORM datatable_roles.session_open('datatable_roles_try', p_dbname, p_login, p_password);
+    PERFORM datatable_roles.session_close('datatable_roles_try');
     RETURN NULL;
 EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
     OR invalid_authorization_specification THEN
@@ -2600,11 +2585,9 @@ ALTER FUNCTION datatable_roles.previewing() OWNER TO dtr_owner;
 CREATE FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
-    body text;
-    tag text := '$q$';
-    n integer := 0;
+    script text;
 BEGIN
     PERFORM datatable_roles.require(p_victim, 'victim');
     PERFORM datatable_roles.require(p_heir, 'heir');
@@ -2612,542 +2595,18 @@ BEGIN
         RAISE EXCEPTION 'the victim and the heir must differ: %', quote_ident(p_victim)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    body := format(E'\nDECLARE\n    victim_name constant pg_catalog.text := %L;\n', p_victim)
-        || format('    heir_name constant pg_catalog.text := %L;', p_heir)
-        || $body$
-    victim_id pg_catalog.oid;
-    heir_id pg_catalog.oid;
-    moves pg_catalog.jsonb;
-    quarantine pg_catalog.jsonb := '{}';
-    qname pg_catalog.text;
-    stamp pg_catalog.text := pg_catalog.to_char(
-        pg_catalog.timezone('UTC', pg_catalog.now()), 'YYYY-MM-DD HH24:MI:SS "UTC"');
-    obj record;
-    leftover pg_catalog.text;
-    -- Before 17 a multirange type has privileges of its own; from 17 on, its
-    -- range type's (and GRANT/REVOKE on it fail).
-    multirange_acl constant pg_catalog.bool :=
-        pg_catalog.current_setting('server_version_num')::pg_catalog.int4 < 170000;
-BEGIN
-    SELECT r.oid INTO victim_id FROM pg_catalog.pg_roles AS r WHERE r.rolname = victim_name;
+    SELECT s.body INTO script FROM datatable_roles.remote_script AS s WHERE s.name = 'quarantine';
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'role % does not exist', pg_catalog.quote_ident(victim_name)
-            USING ERRCODE = 'undefined_object';
+        RAISE EXCEPTION 'the script quarantine is not installed (datatable_roles.remote_script)'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Install the package again: datatable-roles migrate.';
     END IF;
-    SELECT r.oid INTO heir_id FROM pg_catalog.pg_roles AS r WHERE r.rolname = heir_name;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'role % does not exist', pg_catalog.quote_ident(heir_name)
-            USING ERRCODE = 'undefined_object';
-    END IF;
-
-    -- What a search path could resolve, owned by the victim, outside its own
-    -- schemas (renamed below, contents and all). Not listed: indexes, toast,
-    -- row and array types (they move with their table or element type),
-    -- sequences owned by a column (they move with the table), shell types
-    -- (cannot move) and extension members (their extension's business).
-    SELECT coalesce(pg_catalog.jsonb_agg(m.* ORDER BY m.nsp, m.kind, m.obj), '[]')
-    INTO moves
-    FROM (
-        SELECT 'relation' AS kind, 'pg_catalog.pg_class'::pg_catalog.regclass AS cls,
-            c.oid AS obj, c.relnamespace AS nsp
-        FROM pg_catalog.pg_class AS c
-        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
-            AND (c.relkind <> 'S' OR NOT EXISTS (
-                SELECT FROM pg_catalog.pg_depend AS d
-                WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
-                    AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
-                    AND d.refobjsubid > 0 AND d.deptype IN ('a', 'i')
-            ))
-        UNION ALL
-        SELECT 'routine', 'pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, p.pronamespace
-        FROM pg_catalog.pg_proc AS p WHERE p.proowner = victim_id
-        UNION ALL
-        SELECT 'type', 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid, t.typnamespace
-        FROM pg_catalog.pg_type AS t
-        WHERE t.typowner = victim_id AND t.typisdefined
-            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
-            AND (t.typrelid = 0 OR EXISTS (
-                SELECT FROM pg_catalog.pg_class AS c
-                WHERE c.oid = t.typrelid AND c.relkind = 'c'
-            ))
-        UNION ALL
-        SELECT 'operator', 'pg_catalog.pg_operator'::pg_catalog.regclass, o.oid, o.oprnamespace
-        FROM pg_catalog.pg_operator AS o WHERE o.oprowner = victim_id
-        UNION ALL
-        SELECT 'collation', 'pg_catalog.pg_collation'::pg_catalog.regclass, l.oid,
-            l.collnamespace
-        FROM pg_catalog.pg_collation AS l WHERE l.collowner = victim_id
-        UNION ALL
-        SELECT 'conversion', 'pg_catalog.pg_conversion'::pg_catalog.regclass, v.oid,
-            v.connamespace
-        FROM pg_catalog.pg_conversion AS v WHERE v.conowner = victim_id
-        UNION ALL
-        SELECT 'text search configuration', 'pg_catalog.pg_ts_config'::pg_catalog.regclass,
-            f.oid, f.cfgnamespace
-        FROM pg_catalog.pg_ts_config AS f WHERE f.cfgowner = victim_id
-        UNION ALL
-        SELECT 'text search dictionary', 'pg_catalog.pg_ts_dict'::pg_catalog.regclass,
-            y.oid, y.dictnamespace
-        FROM pg_catalog.pg_ts_dict AS y WHERE y.dictowner = victim_id
-    ) AS m
-    JOIN pg_catalog.pg_namespace AS n ON n.oid = m.nsp
-    WHERE n.nspowner <> victim_id
-        AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-        AND NOT EXISTS (
-            SELECT FROM pg_catalog.pg_depend AS d
-            WHERE d.classid = m.cls AND d.objid = m.obj AND d.deptype = 'e'
-        );
-
-    -- Quarantine schemas: the victim's own schemas renamed, and a new one of
-    -- the heir's for each schema that objects move out of. Only the owner
-    -- (the heir, after REASSIGN) keeps any privilege on them.
-    FOR obj IN
-        SELECT n.oid, n.nspname, n.nspowner = victim_id AS owned
-        FROM pg_catalog.pg_namespace AS n
-        WHERE (n.nspowner = victim_id
-                AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast')
-            OR n.oid IN (
-                SELECT (e.value ->> 'nsp')::pg_catalog.oid
-                FROM pg_catalog.jsonb_array_elements(moves) AS e
-            )
-        ORDER BY n.nspname
-    LOOP
-        LOOP
-            qname := 'wm_quarantine_' || pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(
-                pg_catalog.uuid_send(pg_catalog.gen_random_uuid())), 'hex'), 16);
-            EXIT WHEN NOT EXISTS (
-                SELECT FROM pg_catalog.pg_namespace AS n WHERE n.nspname = qname
-            );
-        END LOOP;
-        IF obj.owned THEN
-            EXECUTE pg_catalog.format('ALTER SCHEMA %I RENAME TO %I', obj.nspname, qname);
-            EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', qname, pg_catalog.format(
-                'Schema %s of role %s, renamed and quarantined at %s before it passed to %s.',
-                pg_catalog.quote_ident(obj.nspname), pg_catalog.quote_ident(victim_name), stamp,
-                pg_catalog.quote_ident(heir_name)));
-        ELSE
-            EXECUTE pg_catalog.format('CREATE SCHEMA %I AUTHORIZATION %I', qname, heir_name);
-            EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', qname, pg_catalog.format(
-                'Objects of role %s from schema %s, quarantined at %s before they passed to %s.',
-                pg_catalog.quote_ident(victim_name), pg_catalog.quote_ident(obj.nspname), stamp,
-                pg_catalog.quote_ident(heir_name)));
-            quarantine := quarantine || pg_catalog.jsonb_build_object(obj.oid::pg_catalog.text,
-                qname);
-        END IF;
-        -- The heir's default privileges may have granted some on the new one.
-        EXECUTE (
-            SELECT pg_catalog.format('REVOKE ALL ON SCHEMA %I FROM %s CASCADE', qname,
-                pg_catalog.concat_ws(', ', 'PUBLIC', pg_catalog.string_agg(DISTINCT
-                    pg_catalog.quote_ident(r.rolname), ', ')))
-            FROM pg_catalog.pg_namespace AS n
-            LEFT JOIN pg_catalog.aclexplode(n.nspacl) AS a ON a.grantee <> n.nspowner
-            LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE n.nspname = qname
-        );
-    END LOOP;
-
-    -- Routines: nothing runs with the owner's rights, and nobody may execute
-    -- them, not even the owner: an expression that calls one (an index's, a
-    -- default, a check, a policy, a view, an operator, a cast) would run it
-    -- as whoever evaluates it, the heir included (ANALYZE and autovacuum
-    -- evaluate index expressions as the table's owner). The heir can grant
-    -- itself EXECUTE back.
-    FOR obj IN
-        SELECT p.oid, p.prokind, p.prosecdef, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(p.proacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> p.proowner
-        ) AS grantees
-        FROM pg_catalog.pg_proc AS p
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE p.proowner = victim_id
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        IF obj.prosecdef THEN
-            EXECUTE pg_catalog.format('ALTER ROUTINE %s SECURITY INVOKER',
-                obj.oid::pg_catalog.regprocedure);
-        END IF;
-        EXECUTE pg_catalog.format('REVOKE ALL ON ROUTINE %s FROM %s CASCADE',
-            obj.oid::pg_catalog.regprocedure, pg_catalog.concat_ws(', ', 'PUBLIC',
-                pg_catalog.quote_ident(victim_name), obj.grantees));
-    END LOOP;
-
-    -- Relations: views read with the reader's rights; no grant on a relation
-    -- or any of its columns is left (REVOKE on the table takes its columns'
-    -- too); user triggers and rules (but a view's own _RETURN) are disabled.
-    -- A view's INSTEAD OF triggers and rules cannot be disabled; only the heir
-    -- can write through the view now, and its routines run for nobody.
-    FOR obj IN
-        SELECT c.oid, c.relkind, n.nspname, c.relname, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM (
-                SELECT c.relacl AS acl
-                UNION ALL
-                SELECT t.attacl FROM pg_catalog.pg_attribute AS t
-                WHERE t.attrelid = c.oid AND t.attacl IS NOT NULL
-            ) AS x
-            CROSS JOIN LATERAL pg_catalog.aclexplode(x.acl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> c.relowner
-        ) AS grantees,
-        c.relkind IN ('r', 'p', 'f') AND EXISTS (
-            SELECT FROM pg_catalog.pg_trigger AS g
-            WHERE g.tgrelid = c.oid AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-        ) AS triggers
-        FROM pg_catalog.pg_class AS c
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        IF obj.relkind = 'v' THEN
-            EXECUTE pg_catalog.format('ALTER VIEW %I.%I SET (security_invoker = true)',
-                obj.nspname, obj.relname);
-        END IF;
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s %I.%I FROM %s CASCADE',
-            CASE obj.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, obj.nspname,
-            obj.relname, pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-        IF obj.triggers THEN
-            EXECUTE pg_catalog.format('ALTER %s %I.%I DISABLE TRIGGER USER',
-                CASE obj.relkind WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, obj.nspname,
-                obj.relname);
-        END IF;
-    END LOOP;
-    FOR obj IN
-        SELECT n.nspname, c.relname, w.rulename
-        FROM pg_catalog.pg_rewrite AS w
-        JOIN pg_catalog.pg_class AS c ON c.oid = w.ev_class
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p')
-            AND w.rulename <> '_RETURN' AND w.ev_enabled <> 'D'
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        EXECUTE pg_catalog.format('ALTER TABLE %I.%I DISABLE RULE %I',
-            obj.nspname, obj.relname, obj.rulename);
-    END LOOP;
-
-    -- Triggers of other roles' tables that call the victim's routines (which
-    -- fire without an EXECUTE check), where the link login may alter the table.
-    FOR obj IN
-        SELECT c.relowner, c.relkind, n.nspname, c.relname, g.tgname
-        FROM pg_catalog.pg_trigger AS g
-        JOIN pg_catalog.pg_proc AS p ON p.oid = g.tgfoid
-        JOIN pg_catalog.pg_class AS c ON c.oid = g.tgrelid
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE p.proowner = victim_id AND c.relowner <> victim_id
-            AND NOT g.tgisinternal AND g.tgenabled <> 'D' AND c.relkind IN ('r', 'p', 'f')
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-        ORDER BY n.nspname, c.relname, g.tgname
-    LOOP
-        IF pg_catalog.pg_has_role(obj.relowner, 'USAGE') THEN
-            EXECUTE pg_catalog.format('ALTER %s %I.%I DISABLE TRIGGER %I',
-                CASE obj.relkind WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, obj.nspname,
-                obj.relname, obj.tgname);
-        END IF;
-    END LOOP;
-
-    -- Types and domains: no USAGE for anyone but the owner (PUBLIC has it by
-    -- default).
-    FOR obj IN
-        SELECT t.typtype, n.nspname, t.typname, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(t.typacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> t.typowner
-        ) AS grantees
-        FROM pg_catalog.pg_type AS t
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
-        WHERE t.typowner = victim_id AND t.typisdefined
-            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
-            AND (t.typrelid = 0 OR EXISTS (
-                SELECT FROM pg_catalog.pg_class AS c
-                WHERE c.oid = t.typrelid AND c.relkind = 'c'
-            ))
-            AND (t.typtype <> 'm' OR multirange_acl)
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s %I.%I FROM %s CASCADE',
-            CASE obj.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END, obj.nspname, obj.typname,
-            pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-    END LOOP;
-
-    -- Large objects and foreign servers: no grant left.
-    FOR obj IN
-        SELECT l.oid, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(l.lomacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> l.lomowner
-        ) AS grantees
-        FROM pg_catalog.pg_largeobject_metadata AS l
-        WHERE l.lomowner = victim_id AND l.lomacl IS NOT NULL
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON LARGE OBJECT %s FROM %s CASCADE', obj.oid,
-            pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-    END LOOP;
-    FOR obj IN
-        SELECT s.srvname, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(s.srvacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> s.srvowner
-        ) AS grantees
-        FROM pg_catalog.pg_foreign_server AS s
-        WHERE s.srvowner = victim_id AND s.srvacl IS NOT NULL
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FOREIGN SERVER %I FROM %s CASCADE',
-            obj.srvname, pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-    END LOOP;
-
-    -- A subscription applies a remote publisher's changes as its owner.
-    FOR obj IN
-        SELECT s.subname FROM pg_catalog.pg_subscription AS s
-        WHERE s.subowner = victim_id AND s.subenabled AND s.subdbid = (
-            SELECT d.oid FROM pg_catalog.pg_database AS d
-            WHERE d.datname = pg_catalog.current_database()
-        )
-    LOOP
-        EXECUTE pg_catalog.format('ALTER SUBSCRIPTION %I DISABLE', obj.subname);
-    END LOOP;
-
-    -- The moves, last, each statement naming the object as it is now.
-    FOR obj IN
-        SELECT e.value ->> 'kind' AS kind, (e.value ->> 'obj')::pg_catalog.oid AS oid,
-            quarantine ->> (e.value ->> 'nsp') AS target
-        FROM pg_catalog.jsonb_array_elements(moves) AS e
-    LOOP
-        EXECUTE CASE obj.kind
-            WHEN 'relation' THEN (
-                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
-                    CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
-                        WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END,
-                    n.nspname, c.relname, obj.target)
-                FROM pg_catalog.pg_class AS c
-                JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-                WHERE c.oid = obj.oid
-            )
-            WHEN 'routine' THEN pg_catalog.format('ALTER ROUTINE %s SET SCHEMA %I',
-                obj.oid::pg_catalog.regprocedure, obj.target)
-            WHEN 'type' THEN (
-                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
-                    CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END,
-                    n.nspname, t.typname, obj.target)
-                FROM pg_catalog.pg_type AS t
-                JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
-                WHERE t.oid = obj.oid
-            )
-            WHEN 'operator' THEN pg_catalog.format('ALTER OPERATOR %s SET SCHEMA %I',
-                obj.oid::pg_catalog.regoperator, obj.target)
-            WHEN 'collation' THEN pg_catalog.format('ALTER COLLATION %s SET SCHEMA %I',
-                obj.oid::pg_catalog.regcollation, obj.target)
-            ELSE (
-                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
-                    pg_catalog.upper(obj.kind), n.nspname, x.name, obj.target)
-                FROM (
-                    SELECT v.conname AS name, v.connamespace AS nsp
-                    FROM pg_catalog.pg_conversion AS v
-                    WHERE obj.kind = 'conversion' AND v.oid = obj.oid
-                    UNION ALL
-                    SELECT f.cfgname, f.cfgnamespace FROM pg_catalog.pg_ts_config AS f
-                    WHERE obj.kind = 'text search configuration' AND f.oid = obj.oid
-                    UNION ALL
-                    SELECT y.dictname, y.dictnamespace FROM pg_catalog.pg_ts_dict AS y
-                    WHERE obj.kind = 'text search dictionary' AND y.oid = obj.oid
-                ) AS x
-                JOIN pg_catalog.pg_namespace AS n ON n.oid = x.nsp
-            )
-        END;
-    END LOOP;
-
-    -- ---- Functions PostgreSQL calls without an EXECUTE check ----------------
-    -- Revoking EXECUTE does not stop these: ANALYZE (as the table's owner, the
-    -- heir from now on) and GiST indexes call a range's subtype_diff, range
-    -- input its canonical function, and so on down the list below. Of them a
-    -- role that is not a superuser can name only a range's subtype_diff
-    -- (docs/trust.md); the rest are listed too, for what a superuser may have
-    -- pointed at a function of the victim's. Each such function in a trusted
-    -- language gets, in place, an inert SQL body of the same signature, so
-    -- nothing that uses it is dropped or breaks: a difference of 0 (ANALYZE and
-    -- GiST still work, with flat estimates), the identity for a canonical
-    -- function, else NULL; the old body is kept in its comment. C and internal
-    -- functions only a superuser can make.
-    -- Run after the moves: their schemas are now the victim's or the heir's,
-    -- where CREATE OR REPLACE is allowed.
-    FOR obj IN
-        SELECT p.oid, n.nspname, p.proname, l.lanname, p.prosrc, pg_catalog.min(u.use) AS use
-        FROM (
-            SELECT g.rngsubdiff::pg_catalog.oid AS fn, 'subdiff' AS use
-            FROM pg_catalog.pg_range AS g
-            UNION ALL
-            SELECT g.rngcanonical::pg_catalog.oid, 'canonical' FROM pg_catalog.pg_range AS g
-            UNION ALL
-            SELECT a.amproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_amproc AS a
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_type AS t
-            CROSS JOIN LATERAL (VALUES (t.typinput), (t.typoutput), (t.typreceive),
-                (t.typsend), (t.typmodin), (t.typmodout), (t.typanalyze),
-                (t.typsubscript)) AS f (fn)
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_operator AS o
-            CROSS JOIN LATERAL (VALUES (o.oprrest), (o.oprjoin)) AS f (fn)
-            UNION ALL
-            SELECT v.conproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_conversion AS v
-            UNION ALL
-            SELECT s.prosupport::pg_catalog.oid, 'other' FROM pg_catalog.pg_proc AS s
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_parser AS s
-            CROSS JOIN LATERAL (VALUES (s.prsstart), (s.prstoken), (s.prsend),
-                (s.prsheadline), (s.prslextype)) AS f (fn)
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_template AS s
-            CROSS JOIN LATERAL (VALUES (s.tmplinit), (s.tmpllexize)) AS f (fn)
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_transform AS s
-            CROSS JOIN LATERAL (VALUES (s.trffromsql), (s.trftosql)) AS f (fn)
-            UNION ALL
-            SELECT f.fn, 'other' FROM pg_catalog.pg_foreign_data_wrapper AS s
-            CROSS JOIN LATERAL (VALUES (s.fdwhandler), (s.fdwvalidator)) AS f (fn)
-            UNION ALL
-            SELECT f.fn, 'other' FROM pg_catalog.pg_language AS s
-            CROSS JOIN LATERAL (VALUES (s.lanplcallfoid), (s.laninline),
-                (s.lanvalidator)) AS f (fn)
-            UNION ALL
-            SELECT s.amhandler::pg_catalog.oid, 'other' FROM pg_catalog.pg_am AS s
-            UNION ALL
-            SELECT s.evtfoid, 'other' FROM pg_catalog.pg_event_trigger AS s
-        ) AS u
-        JOIN pg_catalog.pg_proc AS p ON p.oid = u.fn
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
-        WHERE p.proowner = victim_id AND p.prokind = 'f' AND l.lanpltrusted
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
-            AND NOT EXISTS (
-                SELECT FROM pg_catalog.pg_depend AS d
-                WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                    AND d.objid = p.oid AND d.deptype = 'e'
-            )
-        GROUP BY p.oid, n.nspname, p.proname, l.lanname, p.prosrc
-        ORDER BY n.nspname, p.proname, p.oid
-    LOOP
-        -- CREATE OR REPLACE wants EXECUTE too, revoked above: lent for the replace.
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I',
-            obj.oid::pg_catalog.regprocedure, victim_name);
-        EXECUTE pg_catalog.format(
-            'CREATE OR REPLACE FUNCTION %I.%I(%s) RETURNS %s LANGUAGE sql IMMUTABLE AS %L',
-            obj.nspname, obj.proname, pg_catalog.pg_get_function_arguments(obj.oid),
-            pg_catalog.pg_get_function_result(obj.oid),
-            CASE obj.use
-                WHEN 'subdiff' THEN 'SELECT 0::pg_catalog.float8'
-                WHEN 'canonical' THEN 'SELECT $1'
-                ELSE (
-                    SELECT 'SELECT NULL::' || pg_catalog.format_type(p.prorettype, NULL)
-                    FROM pg_catalog.pg_proc AS p WHERE p.oid = obj.oid
-                )
-            END);
-        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I',
-            obj.oid::pg_catalog.regprocedure, victim_name);
-        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L',
-            obj.oid::pg_catalog.regprocedure, pg_catalog.format(
-                'Function of role %s made inert at %s: PostgreSQL calls it with no EXECUTE'
-                ' check (%s). Its body was, in %s: %s', pg_catalog.quote_ident(victim_name),
-                stamp, CASE obj.use WHEN 'other' THEN 'support function'
-                    ELSE 'range ' || obj.use END, obj.lanname, obj.prosrc));
-    END LOOP;
-    -- A relation of the victim's (a table's column, an index's key) of a range
-    -- type, or a domain or multirange over one, whose subtype_diff is another
-    -- live role's would run that role's code as the heir. The link login cannot
-    -- replace it: refuse the move, so that the relation stays the victim's
-    -- (NOLOGIN, no rights) until that role is swept or dropped in turn.
-    SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%s (%s)',
-        x.rel::pg_catalog.regclass, x.fn::pg_catalog.regprocedure), ', ')
-    INTO leftover
-    FROM (
-        WITH RECURSIVE base (typ, top) AS (
-            SELECT t.oid, t.oid FROM pg_catalog.pg_type AS t
-            UNION ALL
-            SELECT t.typbasetype, b.top FROM base AS b
-            JOIN pg_catalog.pg_type AS t ON t.oid = b.typ AND t.typbasetype <> 0
-        )
-        SELECT c.oid AS rel, g.rngsubdiff::pg_catalog.oid AS fn
-        FROM pg_catalog.pg_class AS c
-        JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND NOT a.attisdropped
-        JOIN base AS b ON b.top = a.atttypid
-        JOIN pg_catalog.pg_range AS g ON b.typ IN (g.rngtypid, g.rngmultitypid)
-        JOIN pg_catalog.pg_proc AS p ON p.oid = g.rngsubdiff
-        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
-        JOIN pg_catalog.pg_roles AS r ON r.oid = p.proowner
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id AND l.lanpltrusted AND NOT r.rolsuper
-            AND p.proowner NOT IN (victim_id, heir_id)
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
-    ) AS x;
-    IF leftover IS NOT NULL THEN
-        RAISE EXCEPTION 'objects of % call functions of other roles with no EXECUTE check: %',
-            pg_catalog.quote_ident(victim_name), leftover
-            USING ERRCODE = 'object_in_use',
-                HINT = 'Sweep or drop the roles that own those functions first.';
-    END IF;
-    -- ---- end of functions called without an EXECUTE check -----------------
-
-    -- Nothing may be left granted: better a move that fails (and is tried
-    -- again by the next sweep) than one that hands the heir a live grant.
-    SELECT pg_catalog.string_agg(x.what, ', ') INTO leftover FROM (
-        SELECT c.oid::pg_catalog.regclass::pg_catalog.text AS what
-        FROM pg_catalog.pg_class AS c
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-            AND (EXISTS (
-                SELECT FROM pg_catalog.aclexplode(c.relacl) AS a WHERE a.grantee <> c.relowner
-            ) OR EXISTS (
-                SELECT FROM pg_catalog.pg_attribute AS t
-                CROSS JOIN LATERAL pg_catalog.aclexplode(t.attacl) AS a
-                WHERE t.attrelid = c.oid AND a.grantee <> c.relowner
-            ))
-        UNION ALL
-        SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text
-        FROM pg_catalog.pg_proc AS p
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE p.proowner = victim_id
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-            AND (p.prosecdef OR p.proacl IS NULL
-                OR EXISTS (SELECT FROM pg_catalog.aclexplode(p.proacl)))
-        UNION ALL
-        SELECT pg_catalog.format_type(t.oid, NULL)
-        FROM pg_catalog.pg_type AS t
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
-        WHERE t.typowner = victim_id AND t.typisdefined
-            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
-            AND (t.typrelid = 0 OR EXISTS (
-                SELECT FROM pg_catalog.pg_class AS c
-                WHERE c.oid = t.typrelid AND c.relkind = 'c'
-            ))
-            AND (t.typtype <> 'm' OR multirange_acl)
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-            AND (t.typacl IS NULL OR EXISTS (
-                SELECT FROM pg_catalog.aclexplode(t.typacl) AS a WHERE a.grantee <> t.typowner
-            ))
-        UNION ALL
-        SELECT 'large object ' || l.oid FROM pg_catalog.pg_largeobject_metadata AS l
-        WHERE l.lomowner = victim_id AND EXISTS (
-            SELECT FROM pg_catalog.aclexplode(l.lomacl) AS a WHERE a.grantee <> l.lomowner
-        )
-    ) AS x;
-    IF leftover IS NOT NULL THEN
-        RAISE EXCEPTION 'quarantine of the objects of % left grants or definer rights on %',
-            pg_catalog.quote_ident(victim_name), leftover
-            USING ERRCODE = 'internal_error';
-    END IF;
-END
-$body$;
-    -- The tag may occur nowhere in the block, the role names included.
-    WHILE strpos(body, tag) > 0 LOOP
-        n := n + 1;
-        tag := format('$q%s$', n);
-    END LOOP;
-    RETURN format('SET LOCAL search_path = pg_catalog, pg_temp; DO %s%s%s', tag, body, tag);
+    RETURN format('SET LOCAL search_path = pg_catalog, pg_temp; '
+        'SELECT pg_catalog.set_config(%L, %L, true), pg_catalog.set_config(%L, %L, true);%s',
+        'datatable_roles.quarantine_victim', p_victim, 'datatable_roles.quarantine_heir', p_heir,
+        E'\n' || rtrim(script, E' \n;'));
 END;
-$_$;
+$$;
 
 ALTER FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) OWNER TO dtr_owner;
 
@@ -3402,26 +2861,17 @@ BEGIN
     JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
     LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
     WHERE pr.rolname = p_login AND (rs.setdatabase = 0 OR pd.datname IS NOT NULL);
-    IF 'datatable_roles_self' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
-    END IF;
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_self',
-            datatable_roles.conninfo_for(p_dbname, p_login, known) || ' options='
-            || datatable_roles.conninfo_value('-c role=none -c default_transaction_read_only=off'
-                || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
-                || ' -c idle_in_transaction_session_timeout=0'));
+        PERFORM datatable_roles.session_open('datatable_roles_self', p_dbname, p_login, known,
+            '-c role=none -c default_transaction_read_only=off'
+            || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
+            || ' -c idle_in_transaction_session_timeout=0');
     EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
         OR invalid_authorization_specification THEN
         RETURN false;
     END;
-    BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_self', resets);
-    EXCEPTION WHEN OTHERS THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
-        RAISE;
-    END;
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    PERFORM datatable_roles.session_exec('datatable_roles_self', resets);
+    PERFORM datatable_roles.session_close('datatable_roles_self');
     RETURN true;
 END;
 $$;
@@ -3608,6 +3058,66 @@ END;
 $_$;
 
 ALTER FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_close(p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_name = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect(p_name);
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_close(p_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_exec(p_name text, p_sql text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles_dblink.dblink_exec(p_name, p_sql);
+EXCEPTION WHEN OTHERS THEN
+    PERFORM datatable_roles.session_close(p_name);
+    RAISE;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_exec(p_name text, p_sql text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_open(p_name text, p_dbname text, p_login text, p_password text, p_options text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.session_close(p_name);
+    PERFORM datatable_roles_dblink.dblink_connect(p_name,
+        datatable_roles.conninfo_for(p_dbname, p_login, p_password)
+        || coalesce(' options=' || datatable_roles.conninfo_value(p_options), ''));
+    RETURN p_name;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_open(p_name text, p_dbname text, p_login text, p_password text, p_options text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_value(p_name text, p_sql text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    result text;
+BEGIN
+    SELECT v.value INTO result
+    FROM datatable_roles_dblink.dblink(p_name, p_sql) AS v (value text);
+    RETURN result;
+EXCEPTION WHEN OTHERS THEN
+    PERFORM datatable_roles.session_close(p_name);
+    RAISE;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_value(p_name text, p_sql text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -4282,20 +3792,20 @@ BEGIN
     RETURNING id INTO audit_id;
     conn := datatable_roles.acl_connect(entry, true);
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec(conn,
+        PERFORM datatable_roles.session_exec(conn,
             'SET ROLE NONE; SET search_path = pg_catalog, pg_temp; BEGIN');
         FOR i IN 1 .. cardinality(planned) LOOP
             -- As the object's owner, so that PostgreSQL records the owner as
             -- grantor and a REVOKE removes the owner's grant (docs/acl.md).
             IF run_as[i] IS NOT NULL THEN
-                PERFORM datatable_roles_dblink.dblink_exec(conn, format('SET ROLE %I', run_as[i]));
+                PERFORM datatable_roles.session_exec(conn, format('SET ROLE %I', run_as[i]));
             END IF;
-            PERFORM datatable_roles_dblink.dblink_exec(conn, planned[i]);
-            PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+            PERFORM datatable_roles.session_exec(conn, planned[i]);
+            PERFORM datatable_roles.session_exec(conn, 'SET ROLE NONE');
             n := n + 1;
         END LOOP;
         PERFORM datatable_roles.fault_point('acl:before_remote_commit');
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'COMMIT');
+        PERFORM datatable_roles.session_exec(conn, 'COMMIT');
     EXCEPTION WHEN OTHERS THEN
         -- Closing the session rolls back whatever ran there.
         PERFORM datatable_roles.acl_disconnect();
@@ -5925,6 +5435,8 @@ REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_login() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.live_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.lock_database_access(p_dbname text) FROM PUBLIC;
@@ -6002,6 +5514,14 @@ REVOKE ALL ON FUNCTION datatable_roles.rotate_link_login() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_close(p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_exec(p_name text, p_sql text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_open(p_name text, p_dbname text, p_login text, p_password text, p_options text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_value(p_name text, p_sql text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 

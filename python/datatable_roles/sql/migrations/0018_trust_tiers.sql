@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 565219154ea3ca751b334ce36f11abbb408181f2072280cc3eeddf864d0beb11
+-- functions: 08d08ca27a97d4f83e29cfb5e011699129bed4a4e4627bcaa0d3c71934eb32f1
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:

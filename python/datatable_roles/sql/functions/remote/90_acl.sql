@@ -347,21 +347,17 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
-    link datatable_roles.link_credential;
     why text;
     state text;
 BEGIN
-    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
-    END IF;
+    PERFORM datatable_roles.acl_disconnect();
     IF p_as_link THEN
-        SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
         BEGIN
-            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-                datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+            PERFORM datatable_roles.link_session_open('datatable_roles_acl', p_entry.dbname);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
-            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login', link.login, why, state);
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login',
+                datatable_roles.link_login(), why, state);
         END;
     ELSE
         IF p_entry.admin_verifier IS NOT NULL
@@ -372,8 +368,8 @@ BEGIN
                       HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
         END IF;
         BEGIN
-            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-                datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+            PERFORM datatable_roles.session_open('datatable_roles_acl', p_entry.dbname,
+                p_entry.admin_login, p_entry.admin_password);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
             PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
@@ -389,9 +385,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
-    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
-    END IF;
+    PERFORM datatable_roles.session_close('datatable_roles_acl');
 END;
 $$;
 
@@ -430,18 +424,16 @@ DECLARE
     result jsonb;
 BEGIN
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+        PERFORM datatable_roles.session_exec(conn, 'SET ROLE NONE');
         -- Qualified: the session's search_path is not pinned yet.
-        SELECT v.p INTO session_path
-        FROM datatable_roles_dblink.dblink(conn, 'SELECT pg_catalog.current_setting(''search_path'')')
-            AS v (p text);
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET search_path = pg_catalog, pg_temp');
+        session_path := datatable_roles.session_value(conn,
+            'SELECT pg_catalog.current_setting(''search_path'')');
+        PERFORM datatable_roles.session_exec(conn, 'SET search_path = pg_catalog, pg_temp');
         -- Prepared once in this session (acl_connect opened it), run with
         -- the names as the statement's parameters.
-        PERFORM datatable_roles_dblink.dblink_exec(conn, datatable_roles.acl_read_script());
-        SELECT v.j INTO snap
-        FROM datatable_roles_dblink.dblink(conn, format('EXECUTE datatable_roles_acl_read(%L, %L, %L)',
-            p_target ->> 'schema', p_target ->> 'table', p_subject)) AS v (j text);
+        PERFORM datatable_roles.session_exec(conn, datatable_roles.acl_read_script());
+        snap := datatable_roles.session_value(conn, format('EXECUTE datatable_roles_acl_read(%L, %L, %L)',
+            p_target ->> 'schema', p_target ->> 'table', p_subject));
     EXCEPTION WHEN OTHERS THEN
         PERFORM datatable_roles.acl_disconnect();
         RAISE;
