@@ -1,6 +1,7 @@
 -- plpgsql_check over every PL/pgSQL function and procedure owned by the package owner
--- (psql variable :owner), in any schema. Run by tests/run_checks.sh in a scratch copy of
--- the template database that has the plpgsql_check extension.
+-- (psql variable :owner), in any schema, and over the DO blocks of the remote scripts. Run
+-- by tests/run_checks.sh in a scratch copy of the template database that has the
+-- plpgsql_check extension.
 -- Prints every finding; fails when any finding has level 'error' or nothing was checked.
 \set ON_ERROR_STOP 1
 \set QUIET 1
@@ -25,6 +26,42 @@ CREATE TEMP TABLE checked AS
 SELECT fn, coalesce(relid, 0::oid::regclass) AS relid
 FROM candidates
 WHERE NOT (is_trigger AND relid IS NULL);
+
+-- The DO blocks of the scripts run in a data table's database
+-- (datatable_roles.remote_script, from sql/functions/remote/scripts/): each
+-- block's body becomes a temporary function pg_temp.script_<name>_<n>, checked
+-- as the functions are. A script that is not a DO block has nothing to check.
+CREATE TEMP TABLE script_blocks AS
+SELECT
+    s.name,
+    b.n,
+    b.m[2] AS body
+FROM datatable_roles.remote_script AS s
+CROSS JOIN
+    LATERAL regexp_matches(s.body, '\mDO\s+(\$\w*\$)(.*)\1', 'g')
+    WITH ORDINALITY AS b (m, n);
+
+DO $$
+DECLARE
+    block record;
+BEGIN
+    FOR block IN SELECT * FROM script_blocks ORDER BY name, n LOOP
+        EXECUTE format(
+            'CREATE FUNCTION pg_temp.%I() RETURNS void LANGUAGE plpgsql AS %L',
+            'script_' || block.name || '_' || block.n, block.body
+        );
+    END LOOP;
+END
+$$;
+
+INSERT INTO checked (fn, relid)
+SELECT
+    p.oid::regprocedure AS fn,
+    0::oid::regclass AS relid
+FROM pg_proc AS p
+WHERE
+    p.pronamespace = pg_my_temp_schema()
+    AND p.proname LIKE 'script\_%';
 
 CREATE TEMP TABLE findings AS
 SELECT

@@ -1,5 +1,5 @@
 """Hostile scripts, finding 1 of issue 11: objects a script leaves behind (docs/trust.md,
-"Objects left behind are inert"; sql/functions/75_quarantine.sql).
+"Objects left behind are inert"; sql/functions/remote/scripts/quarantine.sql).
 
 A job's code, logged in with the login and password a resolve handed it, plants traps in its
 data table database, meant to run with the admin login's privileges (it owns the database and

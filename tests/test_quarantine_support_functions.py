@@ -1,5 +1,5 @@
 """Hostile scripts, issue 21 item 1: functions PostgreSQL calls without an EXECUTE check
-(docs/trust.md, "Objects left behind are inert"; sql/functions/75_quarantine.sql).
+(docs/trust.md, "Objects left behind are inert"; sql/functions/remote/scripts/quarantine.sql).
 
 Of the catalog entries that name a function PostgreSQL calls with no EXECUTE check (range
 subtype_diff and canonical, opclass support, type I/O and analyze, operator selectivity,

@@ -6,6 +6,33 @@ CREATE SCHEMA public;
 
 ALTER SCHEMA public OWNER TO pg_database_owner;
 
+CREATE TYPE datatable_roles.acl_request AS (
+	target jsonb,
+	target_kind text,
+	action text,
+	role_name text,
+	on_what text,
+	object_kind text,
+	privileges text[],
+	snapshot jsonb
+);
+
+ALTER TYPE datatable_roles.acl_request OWNER TO dtr_owner;
+
+CREATE TYPE datatable_roles.acl_step AS (
+	statements text[],
+	run_as text[],
+	in_effect text[],
+	names text[],
+	skipped text[],
+	public_on text[],
+	no_rls text[],
+	not_invoker text[],
+	warnings jsonb
+);
+
+ALTER TYPE datatable_roles.acl_step OWNER TO dtr_owner;
+
 CREATE TYPE datatable_roles.decision AS (
 	datatable_id bigint,
 	dbname text,
@@ -21,6 +48,113 @@ CREATE TYPE datatable_roles.decision AS (
 );
 
 ALTER TYPE datatable_roles.decision OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.datatable (
+    id bigint NOT NULL,
+    workspace text NOT NULL,
+    name text NOT NULL,
+    governing_id bigint,
+    dbname text,
+    admin_login text,
+    admin_password text,
+    default_role text,
+    admin_tenants text[] DEFAULT '{}'::text[] NOT NULL,
+    admin_verifier text,
+    CONSTRAINT datatable_check CHECK (((governing_id IS NULL) = ((dbname IS NOT NULL) AND (admin_login IS NOT NULL) AND (admin_password IS NOT NULL) AND (default_role IS NOT NULL))))
+);
+
+ALTER TABLE datatable_roles.datatable OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_change_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(jsonb_agg(w.warning ORDER BY w.n), '[]'::jsonb)
+    FROM (
+        SELECT 1 AS n, datatable_roles.acl_warning('public_grant', format(
+            'PUBLIC holds privileges on %s: every role reaches it, whatever is granted or revoked here',
+            datatable_roles.acl_some(p_step.public_on))) AS warning
+        WHERE cardinality(p_step.public_on) > 0
+        UNION ALL
+        SELECT 2, datatable_roles.acl_warning('nothing_to_do', format(
+            CASE WHEN p_req.action = 'grant' THEN '%s holds %s already, %s'
+                WHEN starts_with(p_req.on_what, 'future ') AND p_req.target_kind = 'schema'
+                    THEN '%s holds none of %s, %s: nothing to revoke here (default privileges in a schema only add to the database-wide ones: revoke those on the database target)'
+                WHEN starts_with(p_req.on_what, 'future ')
+                    THEN '%s holds none of %s, %s: nothing to revoke'
+                ELSE '%s holds none of %s, %s: nothing to revoke (a grant another grantor made is not the owner''s to take back; datatable_acl shows every grant)' END,
+            datatable_roles.acl_label(p_entry, p_req.role_name), array_to_string(p_req.privileges, ', '),
+            CASE WHEN starts_with(p_req.on_what, 'future ')
+                THEN format('in the default privileges for %s created by %s', substr(p_req.on_what, 8),
+                    datatable_roles.acl_some(p_step.in_effect))
+                ELSE format('granted by the owner on %s', datatable_roles.acl_some(p_step.in_effect)) END))
+        WHERE cardinality(p_step.statements) = 0 AND cardinality(p_step.in_effect) > 0
+    ) AS w
+$$;
+
+ALTER FUNCTION datatable_roles.acl_change_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_check_change(p_entry datatable_roles.datatable, p_kind text, p_change jsonb, OUT action text, OUT role_name text, OUT on_what text) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    bad text;
+BEGIN
+    PERFORM datatable_roles.require(p_change, 'change');
+    IF jsonb_typeof(p_change) <> 'object' THEN
+        RAISE EXCEPTION 'a change must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}.';
+    END IF;
+    SELECT k INTO bad FROM jsonb_object_keys(p_change) AS k
+    WHERE k NOT IN ('grant', 'to', 'revoke', 'from', 'on', 'for', 'owner') ORDER BY k LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'unknown key % in a change', quote_literal(left(bad, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A change has grant + to, revoke + from, or owner; on and for are optional.';
+    END IF;
+    IF (p_change ? 'grant')::integer + (p_change ? 'revoke')::integer + (p_change ? 'owner')::integer <> 1 THEN
+        RAISE EXCEPTION 'a change is exactly one of grant, revoke or owner'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    action := CASE WHEN p_change ? 'grant' THEN 'grant' WHEN p_change ? 'revoke' THEN 'revoke'
+        ELSE 'owner' END;
+    IF (action = 'grant' AND (p_change ? 'from' OR NOT p_change ? 'to'))
+        OR (action = 'revoke' AND (p_change ? 'to' OR NOT p_change ? 'from'))
+        OR (action = 'owner' AND (p_change - 'owner') <> '{}'::jsonb) THEN
+        RAISE EXCEPTION 'a change is {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    role_name := datatable_roles.acl_role(p_entry,
+        coalesce(p_change -> 'to', p_change -> 'from', p_change -> 'owner'),
+        CASE action WHEN 'grant' THEN 'to' WHEN 'revoke' THEN 'from' ELSE 'owner' END);
+    IF action = 'owner' THEN
+        RETURN;
+    END IF;
+    IF p_change ? 'on' AND jsonb_typeof(p_change -> 'on') IS DISTINCT FROM 'string' THEN
+        RAISE EXCEPTION '"on" must be a JSON string' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    on_what := coalesce(p_change ->> 'on', 'target');
+    IF NOT (on_what = 'target'
+        OR (p_kind = 'schema' AND on_what IN ('all tables', 'all sequences', 'all functions'))
+        OR (p_kind IN ('schema', 'database')
+            AND on_what IN ('future tables', 'future sequences', 'future functions'))
+        OR (p_kind = 'database' AND on_what = 'future schemas')) THEN
+        RAISE EXCEPTION '"on": % does not apply to a % target', quote_literal(left(on_what, 80)), p_kind
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = CASE p_kind
+                      WHEN 'database' THEN 'On the database: target, future tables, future sequences, future functions, future schemas.'
+                      WHEN 'schema' THEN 'On a schema: target, all tables, all sequences, all functions, future tables, future sequences, future functions.'
+                      ELSE 'On a table: target.' END;
+    END IF;
+    IF p_change ? 'for' AND NOT starts_with(on_what, 'future ') THEN
+        RAISE EXCEPTION '"for" goes only with "on": "future ..." (default privileges)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_check_change(p_entry datatable_roles.datatable, p_kind text, p_change jsonb, OUT action text, OUT role_name text, OUT on_what text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_check_name(p_kind text, p_value jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
@@ -114,42 +248,22 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_check_run_as(p_snapshot jsonb, p_run_as text[], p_schema text) OWNER TO dtr_owner;
 
-CREATE TABLE datatable_roles.datatable (
-    id bigint NOT NULL,
-    workspace text NOT NULL,
-    name text NOT NULL,
-    governing_id bigint,
-    dbname text,
-    admin_login text,
-    admin_password text,
-    default_role text,
-    admin_tenants text[] DEFAULT '{}'::text[] NOT NULL,
-    admin_verifier text,
-    CONSTRAINT datatable_check CHECK (((governing_id IS NULL) = ((dbname IS NOT NULL) AND (admin_login IS NOT NULL) AND (admin_password IS NOT NULL) AND (default_role IS NOT NULL))))
-);
-
-ALTER TABLE datatable_roles.datatable OWNER TO dtr_owner;
-
 CREATE FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
-    link datatable_roles.link_credential;
     why text;
     state text;
 BEGIN
-    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
-    END IF;
+    PERFORM datatable_roles.acl_disconnect();
     IF p_as_link THEN
-        SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
         BEGIN
-            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-                datatable_roles.conninfo_for(p_entry.dbname, link.login, link.password));
+            PERFORM datatable_roles.link_session_open('datatable_roles_acl', p_entry.dbname);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
-            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login', link.login, why, state);
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'link login',
+                datatable_roles.link_login(), why, state);
         END;
     ELSE
         IF p_entry.admin_verifier IS NOT NULL
@@ -160,8 +274,8 @@ BEGIN
                       HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
         END IF;
         BEGIN
-            PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_acl',
-                datatable_roles.conninfo_for(p_entry.dbname, p_entry.admin_login, p_entry.admin_password));
+            PERFORM datatable_roles.session_open('datatable_roles_acl', p_entry.dbname,
+                p_entry.admin_login, p_entry.admin_password);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
             PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
@@ -172,6 +286,32 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_creators(p_entry datatable_roles.datatable, p_change jsonb, p_role text) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT p_change ? 'for' THEN
+        RETURN ARRAY(
+            SELECT p_entry.admin_login
+            UNION
+            SELECT r.name FROM datatable_roles.datatable_role AS m
+            JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+            WHERE m.datatable_id = p_entry.id AND r.name <> p_role
+            ORDER BY 1);
+    END IF;
+    IF jsonb_typeof(p_change -> 'for') <> 'array' OR jsonb_array_length(p_change -> 'for') = 0 THEN
+        RAISE EXCEPTION '"for" is a non-empty JSON array of role names'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN ARRAY(
+        SELECT DISTINCT datatable_roles.acl_role(p_entry, e, 'for')
+        FROM jsonb_array_elements(p_change -> 'for') AS e ORDER BY 1);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_creators(p_entry datatable_roles.datatable, p_change jsonb, p_role text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_defaults_of(p_snapshot jsonb, p_creator text, p_objtype text, p_database boolean, p_all text[]) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
@@ -193,13 +333,19 @@ CREATE FUNCTION datatable_roles.acl_disconnect() RETURNS void
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    IF 'datatable_roles_acl' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_acl');
-    END IF;
+    PERFORM datatable_roles.session_close('datatable_roles_acl');
 END;
 $$;
 
 ALTER FUNCTION datatable_roles.acl_disconnect() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_empty_step() RETURNS datatable_roles.acl_step
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT ROW('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '[]')::datatable_roles.acl_step
+$$;
+
+ALTER FUNCTION datatable_roles.acl_empty_step() OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) RETURNS datatable_roles.datatable
     LANGUAGE plpgsql STABLE
@@ -216,6 +362,207 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_grant_all(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) RETURNS datatable_roles.acl_step
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    step datatable_roles.acl_step := datatable_roles.acl_empty_step();
+    routines boolean := p_req.object_kind = 'function';
+    owners text [] := '{}'::text [];
+    item jsonb;
+    named text;
+    grp record;
+BEGIN
+    FOR item IN
+        SELECT a.e FROM jsonb_array_elements(p_req.snapshot -> CASE WHEN routines THEN 'routines'
+            ELSE 'relations' END) WITH ORDINALITY AS a (e, n)
+        WHERE routines OR (p_req.object_kind = 'sequence') = (a.e ->> 'relkind' = 'S')
+        ORDER BY a.n
+    LOOP
+        named := CASE WHEN routines THEN item ->> 'identity'
+            ELSE format('%I.%I', p_req.target ->> 'schema', item ->> 'name') END;
+        IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+            step.skipped := step.skipped || format('%s (owner %s)', named, item ->> 'owner');
+            CONTINUE;
+        ELSIF datatable_roles.acl_in_effect(p_req.action, p_req.privileges, item -> 'grants',
+            item ->> 'owner', p_req.role_name) THEN
+            step.in_effect := step.in_effect || named;
+            CONTINUE;
+        END IF;
+        step.names := step.names || named;
+        owners := owners || (item ->> 'owner');
+        step := datatable_roles.acl_note(step, item, named);
+    END LOOP;
+    FOR grp IN SELECT * FROM datatable_roles.acl_per_owner(step.names, owners) LOOP
+        step.statements := step.statements || datatable_roles.acl_statement(p_req,
+            CASE p_req.object_kind WHEN 'function' THEN 'ROUTINE ' WHEN 'sequence' THEN 'SEQUENCE '
+                ELSE 'TABLE ' END || array_to_string(grp.names, ', '));
+        step.run_as := step.run_as || grp.owner;
+    END LOOP;
+    IF cardinality(step.names) = 0 AND cardinality(step.in_effect) = 0 THEN
+        step.warnings := step.warnings || datatable_roles.acl_warning('nothing_to_do', format(
+            'schema %I has no %s the package can act on', p_req.target ->> 'schema',
+            substr(p_req.on_what, 5)));
+    END IF;
+    IF cardinality(step.skipped) > 0 THEN
+        step.warnings := step.warnings || datatable_roles.acl_warning('left_out', format(
+            'left out, as their owner is neither admin nor a catalog role (a set login''s objects are its own): %s',
+            datatable_roles.acl_some(step.skipped)));
+    END IF;
+    RETURN step;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_grant_all(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_grant_future(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_creators text[]) RETURNS datatable_roles.acl_step
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    step datatable_roles.acl_step := datatable_roles.acl_empty_step();
+    objects text := substr(p_req.on_what, 8);   -- tables, sequences, functions or schemas
+    in_schema boolean := p_req.target_kind = 'schema';
+    creator text;
+BEGIN
+    FOREACH creator IN ARRAY p_creators LOOP
+        IF datatable_roles.acl_in_effect(p_req.action, p_req.privileges,
+            datatable_roles.acl_defaults_of(p_req.snapshot, creator,
+                CASE objects WHEN 'tables' THEN 'r' WHEN 'sequences' THEN 'S'
+                    WHEN 'functions' THEN 'f' ELSE 'n' END,
+                p_req.target_kind = 'database', datatable_roles.acl_kind_privileges(
+                    p_req.object_kind, (p_req.snapshot ->> 'version')::integer)),
+            creator, p_req.role_name) THEN
+            step.in_effect := step.in_effect || datatable_roles.acl_label(p_entry, creator);
+            CONTINUE;
+        END IF;
+        step.statements := step.statements || format('ALTER DEFAULT PRIVILEGES FOR ROLE %I%s %s',
+            creator,
+            CASE WHEN in_schema THEN format(' IN SCHEMA %I', p_req.target ->> 'schema') ELSE '' END,
+            datatable_roles.acl_statement(p_req, upper(objects)));
+        step.run_as := step.run_as || NULL::text;   -- the creator's, whoever runs it
+    END LOOP;
+    step.warnings := step.warnings || datatable_roles.acl_warning('default_privileges', format(
+        'default privileges bind only %s created later by %s%s; objects that exist now are not touched%s, and objects a set login (a job holding several roles) creates are its own and are not covered',
+        objects,
+        array_to_string(ARRAY(SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(p_creators) AS c), ', '),
+        CASE WHEN in_schema THEN format(' in schema %I', p_req.target ->> 'schema') ELSE ' in any schema' END,
+        CASE WHEN objects = 'schemas' THEN '' ELSE format(' (use "all %s")', objects) END));
+    IF p_req.action = 'grant' AND objects = 'tables' THEN
+        step.warnings := step.warnings || datatable_roles.acl_warning('rls_disabled',
+            'tables are created with row-level security disabled: enable it on each new table before its rows matter (ALTER TABLE ... ENABLE ROW LEVEL SECURITY)');
+    ELSIF objects = 'functions' THEN
+        step.warnings := step.warnings || datatable_roles.acl_warning('public_grant',
+            'PUBLIC gets EXECUTE on every new function by default, unless default privileges revoke it');
+    END IF;
+    IF p_req.snapshot -> 'default_acl' @? '$[*].grants[*] ? (@.public == true)' THEN
+        step.warnings := step.warnings || datatable_roles.acl_warning('public_grant',
+            'default privileges here grant to PUBLIC: every role reaches those objects when they are created');
+    END IF;
+    RETURN step;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_grant_future(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_creators text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_grant_target(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) RETURNS datatable_roles.acl_step
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    step datatable_roles.acl_step := datatable_roles.acl_empty_step();
+    schema_name text := p_req.target ->> 'schema';
+    object jsonb;
+    owner text;
+    named text;      -- as a message names it
+    on_clause text;
+    runner text;
+BEGIN
+    IF p_req.target_kind = 'database' THEN
+        object := p_req.snapshot -> 'database';
+        owner := object ->> 'owner';
+        named := format('database %I', p_entry.dbname);
+        on_clause := format('DATABASE %I', p_entry.dbname);
+        runner := p_entry.admin_login;
+    ELSIF p_req.target_kind = 'schema' THEN
+        object := p_req.snapshot -> 'schema';
+        owner := object ->> 'owner';
+        PERFORM datatable_roles.acl_require_reachable(p_entry, 'schema ' || quote_literal(schema_name), owner);
+        named := format('schema %I', schema_name);
+        on_clause := format('SCHEMA %I', schema_name);
+        -- pg_database_owner is the admin login here (it owns the database)
+        runner := CASE WHEN owner = 'pg_database_owner' THEN p_entry.admin_login ELSE owner END;
+    ELSE
+        object := p_req.snapshot -> 'relations' -> 0;
+        owner := object ->> 'owner';
+        named := format('%I.%I', schema_name, p_req.target ->> 'table');
+        PERFORM datatable_roles.acl_require_reachable(p_entry, named, owner);
+        on_clause := CASE WHEN object ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || named;
+        runner := owner;
+    END IF;
+    IF datatable_roles.acl_in_effect(p_req.action, p_req.privileges, object -> 'grants', owner,
+        p_req.role_name) THEN
+        step.in_effect := step.in_effect || named;
+    ELSE
+        step.statements := step.statements || datatable_roles.acl_statement(p_req, on_clause);
+        step.run_as := step.run_as || runner;
+    END IF;
+    RETURN datatable_roles.acl_note(step, object, named);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_grant_target(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_grant_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    warnings jsonb := '[]'::jsonb;
+    on_what text := p_req.on_what;
+    role_name text := p_req.role_name;
+    path_schemas text [] := datatable_roles.acl_path_schemas(p_req.snapshot);
+BEGIN
+    IF 'CREATE' = ANY(p_req.privileges) AND p_req.object_kind = 'schema' AND (
+        (on_what = 'target' AND (p_req.target ->> 'schema') = ANY(path_schemas))
+        OR on_what = 'future schemas') THEN
+        warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
+            'CREATE on %s, which %s on a default search_path (%s): %s can create objects that shadow those other roles, the admin login among them, find there (CVE-2018-1058)',
+            CASE WHEN on_what = 'target' THEN format('schema %I', p_req.target ->> 'schema') ELSE 'new schemas' END,
+            CASE WHEN on_what = 'target' THEN 'is' ELSE 'may be' END,
+            array_to_string(path_schemas, ', '), role_name));
+    ELSIF 'CREATE' = ANY(p_req.privileges) AND p_req.object_kind = 'database' THEN
+        warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
+            'CREATE on database %I lets %s create schemas; one named like a role is first on that role''s search_path ("$user"), and objects there shadow the ones it means (CVE-2018-1058)',
+            p_entry.dbname, role_name));
+    END IF;
+    IF cardinality(p_step.no_rls) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('rls_disabled', format(
+            'row-level security is disabled (or impossible) on %s: every login holding %s reaches all its rows',
+            datatable_roles.acl_some(p_step.no_rls), role_name));
+    END IF;
+    IF p_req.object_kind = 'table' THEN
+        warnings := warnings || datatable_roles.acl_runs_as_others(p_req.privileges,
+            CASE WHEN on_what = 'target'
+                THEN format('%I.%I', p_req.target ->> 'schema', p_req.target ->> 'table')
+                WHEN on_what = 'all tables' THEN datatable_roles.acl_some(p_step.names)
+                ELSE 'new tables' END,
+            CASE WHEN on_what = 'target' THEN datatable_roles.acl_label(p_entry,
+                p_req.snapshot -> 'relations' -> 0 ->> 'owner') END,
+            role_name);
+    END IF;
+    IF cardinality(p_step.not_invoker) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('view_not_invoker', format(
+            'view %s is not security_invoker: it reads its tables as its owner, so %s reaches the rows its owner reaches, not its own (ALTER VIEW ... SET (security_invoker = true))',
+            datatable_roles.acl_some(p_step.not_invoker), role_name));
+    END IF;
+    RETURN warnings;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_grant_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) RETURNS jsonb
     LANGUAGE sql STABLE
@@ -237,6 +584,14 @@ CREATE FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_
 $$;
 
 ALTER FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_has_public(p_grants jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT coalesce(p_grants @? '$[*] ? (@.public == true)', false)
+$_$;
+
+ALTER FUNCTION datatable_roles.acl_has_public(p_grants jsonb) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_in_effect(p_action text, p_privileges text[], p_grants jsonb, p_grantor text, p_grantee text) RETURNS boolean
     LANGUAGE sql IMMUTABLE
@@ -309,101 +664,174 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_live_code(p_entry datatable_roles.datatable, p_snapshot jsonb, p_role text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.acl_live_sql() RETURNS text
+CREATE FUNCTION datatable_roles.acl_note(p_step datatable_roles.acl_step, p_object jsonb, p_name text) RETURNS datatable_roles.acl_step
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    step datatable_roles.acl_step := p_step;
+BEGIN
+    IF datatable_roles.acl_has_public(p_object -> 'grants') THEN
+        step.public_on := step.public_on || p_name;
+    END IF;
+    IF p_object ->> 'relkind' IN ('r', 'p', 'm', 'f') AND NOT (p_object ->> 'row_security')::boolean THEN
+        step.no_rls := step.no_rls || p_name;
+    ELSIF p_object ->> 'relkind' = 'v' AND NOT (p_object ->> 'security_invoker')::boolean THEN
+        step.not_invoker := step.not_invoker || p_name;
+    END IF;
+    RETURN step;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_note(p_step datatable_roles.acl_step, p_object jsonb, p_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_owner_keyword(p_item jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT k.keyword FROM (
+        SELECT CASE p_item ->> 'type'
+            WHEN 'type' THEN CASE WHEN p_item ->> 'typtype' = 'd' THEN 'DOMAIN' ELSE 'TYPE' END
+            WHEN 'composite type' THEN 'TYPE'
+            WHEN 'statistics object' THEN 'STATISTICS'
+            ELSE upper(p_item ->> 'type') END AS keyword
+    ) AS k
+    WHERE k.keyword IN ('TABLE', 'VIEW', 'MATERIALIZED VIEW', 'FOREIGN TABLE', 'SEQUENCE',
+        'TYPE', 'DOMAIN', 'FUNCTION', 'PROCEDURE', 'AGGREGATE', 'OPERATOR',
+        'OPERATOR CLASS', 'OPERATOR FAMILY', 'COLLATION', 'CONVERSION',
+        'TEXT SEARCH DICTIONARY', 'TEXT SEARCH CONFIGURATION', 'STATISTICS')
+$$;
+
+ALTER FUNCTION datatable_roles.acl_owner_keyword(p_item jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_owner_schema(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) RETURNS datatable_roles.acl_step
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    snap jsonb := p_req.snapshot;
+    role_name text := p_req.role_name;
+    schema_name text := p_req.target ->> 'schema';
+    owner text := snap -> 'schema' ->> 'owner';
+    step datatable_roles.acl_step := datatable_roles.acl_empty_step();
+    item jsonb;
+    keyword text;
+BEGIN
+    IF role_name <> p_entry.admin_login AND NOT (snap -> 'database' ->> 'subject_create')::boolean THEN
+        RAISE EXCEPTION 'role % may not own schema %: it has no CREATE on database %',
+            quote_literal(role_name), quote_literal(schema_name), quote_literal(p_entry.dbname)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'PostgreSQL lets a schema pass only to a role that may CREATE in the database. Grant it first (a change of its own, on {"database": true}), or hand the schema to admin.';
+    END IF;
+    PERFORM datatable_roles.acl_require_reachable(p_entry, 'schema ' || quote_literal(schema_name), owner);
+    IF owner <> role_name AND NOT (role_name = p_entry.admin_login AND owner = 'pg_database_owner') THEN
+        step.statements := step.statements || format('ALTER SCHEMA %I OWNER TO %I', schema_name, role_name);
+    END IF;
+    FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'owned') WITH ORDINALITY AS a (e, n) ORDER BY a.n LOOP
+        -- An owned sequence follows its table; from PostgreSQL 17 on, a
+        -- multirange type follows its range type (15 and 16 alter it apart).
+        IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean
+            OR ((item ->> 'follows_type')::boolean AND (snap ->> 'version')::integer >= 170000) THEN
+            CONTINUE;
+        ELSIF (item ->> 'extension')::boolean THEN
+            step.names := step.names || (item ->> 'identity');
+            CONTINUE;
+        ELSIF (item ->> 'type') IN ('text search parser', 'text search template')
+            OR NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
+            step.skipped := step.skipped || format('%s %s (owner %s)', item ->> 'type',
+                item ->> 'identity', item ->> 'owner');
+            CONTINUE;
+        END IF;
+        keyword := datatable_roles.acl_owner_keyword(item);
+        IF keyword IS NULL THEN
+            step.skipped := step.skipped || format('%s %s (no ALTER ... OWNER TO for it)',
+                item ->> 'type', item ->> 'identity');
+            CONTINUE;
+        END IF;
+        -- identity is pg_identify_object's: schema-qualified, every name quoted.
+        step.statements := step.statements || format('ALTER %s %s OWNER TO %I', keyword,
+            item ->> 'identity', role_name);
+    END LOOP;
+    IF cardinality(step.names) > 0 THEN
+        step.warnings := step.warnings || datatable_roles.acl_warning('extension_member', format(
+            'left out, as members of an extension (ALTER EXTENSION ... decides them): %s',
+            datatable_roles.acl_some(step.names)));
+    END IF;
+    RETURN step;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_owner_schema(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_owner_table(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    rel jsonb := p_req.snapshot -> 'relations' -> 0;
+    role_name text := p_req.role_name;
+    schema_name text := p_req.target ->> 'schema';
+    table_name text := p_req.target ->> 'table';
+BEGIN
+    IF (rel ->> 'owned_by') IS NOT NULL THEN
+        RAISE EXCEPTION 'sequence %.% belongs to %: its owner follows the table''s',
+            quote_ident(schema_name), quote_ident(table_name), rel ->> 'owned_by'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Hand over the table instead.';
+    END IF;
+    PERFORM datatable_roles.acl_require_reachable(p_entry,
+        format('%I.%I', schema_name, table_name), rel ->> 'owner');
+    IF rel ->> 'owner' = role_name THEN
+        RETURN '{}'::text [];
+    END IF;
+    IF NOT (p_req.snapshot -> 'schema' ->> 'subject_create')::boolean THEN
+        RAISE EXCEPTION 'role % may not own %.%: it has no CREATE on schema %',
+            quote_literal(role_name), quote_ident(schema_name), quote_ident(table_name),
+            quote_literal(schema_name)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'PostgreSQL lets an object pass only to a role that may CREATE in its schema. Grant CREATE on the schema first (a change of its own), or hand the whole schema over.';
+    END IF;
+    RETURN ARRAY[format('ALTER %s %I.%I OWNER TO %I',
+        datatable_roles.acl_relkind_keyword(rel ->> 'relkind'), schema_name, table_name, role_name)];
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_owner_table(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_owner_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $_$
-    SELECT $q$
-in_scope AS (
-    SELECT rel.oid, rel.relkind, rel.relowner, rel.invoker, rel.extension,
-        format('%I.%I', (SELECT ns.nspname FROM ns), rel.relname) AS qname
-    FROM rel WHERE rel.relkind <> 'S'
-        AND rel.relname = coalesce((SELECT t.relname FROM the_table AS t), rel.relname)
-),
-routine AS (
-    SELECT p.oid, p.proowner, p.prosecdef, i.type, i.identity,
-        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_proc'::regclass
-            AND x.objid = p.oid AND x.deptype = 'e') AS extension
-    FROM pg_proc AS p CROSS JOIN LATERAL pg_identify_object('pg_proc'::regclass, p.oid, 0) AS i
-    WHERE p.pronamespace = (SELECT ns.oid FROM ns)
-        AND NOT EXISTS (SELECT FROM the_table AS t WHERE t.relname IS NOT NULL)
-),
-user_code AS (
-    SELECT 'pg_proc'::regclass AS classid, p.oid FROM pg_proc AS p WHERE p.oid >= 16384
-    UNION ALL
-    SELECT 'pg_operator'::regclass, o.oid FROM pg_operator AS o WHERE o.oid >= 16384
-),
-user_code_free AS (
-    SELECT u.classid, u.oid FROM user_code AS u
-    WHERE NOT EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = u.classid AND x.objid = u.oid
-        AND x.deptype = 'e')
-),
-parts AS (
-    SELECT 'pg_class'::regclass AS classid, x.indexrelid AS objid, x.indrelid AS relid FROM pg_index AS x
-    UNION ALL SELECT 'pg_constraint'::regclass, x.oid, x.conrelid FROM pg_constraint AS x
-    UNION ALL SELECT 'pg_attrdef'::regclass, x.oid, x.adrelid FROM pg_attrdef AS x
-    UNION ALL SELECT 'pg_statistic_ext'::regclass, x.oid, x.stxrelid FROM pg_statistic_ext AS x
-    UNION ALL SELECT 'pg_policy'::regclass, x.oid, x.polrelid FROM pg_policy AS x
-    UNION ALL SELECT 'pg_rewrite'::regclass, x.oid, x.ev_class FROM pg_rewrite AS x
-        JOIN pg_class AS c ON c.oid = x.ev_class WHERE c.relkind = 'm'
-),
-live (object, owner, extension, why, fix) AS (
-    SELECT r.type || ' ' || r.identity, r.proowner, r.extension,
-        'SECURITY DEFINER: it runs as its owner for every caller',
-        format('ALTER %s %s SECURITY INVOKER', upper(r.type), r.identity)
-    FROM routine AS r WHERE r.prosecdef
-    UNION ALL
-    SELECT r.type || ' ' || r.identity, r.proowner, r.extension,
-        'PostgreSQL calls it without an EXECUTE check (a support function of a range, type, operator class, operator or conversion), as whoever uses or analyzes the data',
-        'drop what uses it (the type, operator class, operator or conversion), then the function'
-    FROM routine AS r
-    WHERE r.oid >= 16384 AND (
-        EXISTS (SELECT FROM pg_range AS g WHERE r.oid IN (g.rngsubdiff, g.rngcanonical))
-        OR EXISTS (SELECT FROM pg_type AS t WHERE r.oid IN (t.typinput, t.typoutput, t.typreceive,
-            t.typsend, t.typmodin, t.typmodout, t.typanalyze, t.typsubscript))
-        OR EXISTS (SELECT FROM pg_amproc AS a WHERE a.amproc = r.oid)
-        OR EXISTS (SELECT FROM pg_operator AS o WHERE r.oid IN (o.oprrest, o.oprjoin))
-        OR EXISTS (SELECT FROM pg_conversion AS v WHERE v.conproc = r.oid))
-    UNION ALL
-    SELECT 'view ' || s.qname, s.relowner, s.extension,
-        'not security_invoker: it reads its tables as its owner for every caller',
-        format('ALTER VIEW %s SET (security_invoker = true)', s.qname)
-    FROM in_scope AS s WHERE s.relkind = 'v' AND NOT s.invoker
-    UNION ALL
-    SELECT format('trigger %I on %s', g.tgname, s.qname), s.relowner, s.extension,
-        'its function runs as whoever writes the table',
-        format('DROP TRIGGER %I ON %s (or ALTER TABLE %s DISABLE TRIGGER %I)', g.tgname, s.qname,
-            s.qname, g.tgname)
-    FROM in_scope AS s JOIN pg_trigger AS g ON g.tgrelid = s.oid
-    WHERE NOT g.tgisinternal AND g.tgenabled <> 'D'
-    UNION ALL
-    SELECT format('rule %I on %s', w.rulename, s.qname), s.relowner, s.extension,
-        'it rewrites the queries of whoever uses the relation',
-        format('DROP RULE %I ON %s', w.rulename, s.qname)
-    FROM in_scope AS s JOIN pg_rewrite AS w ON w.ev_class = s.oid
-    WHERE w.rulename <> '_RETURN' AND w.ev_enabled <> 'D'
-    UNION ALL
-    SELECT 'relation ' || s.qname, s.relowner, s.extension,
-        format('its indexes, constraints, defaults, statistics, policies or query call %s: ANALYZE, autovacuum and REFRESH run them as its owner, writes as the writer',
-            string_agg(DISTINCT (pg_identify_object(u.classid, u.oid, 0)).identity, ', ')),
-        'drop the index, constraint, default, statistics, policy or materialized view that calls them, or check what they call'
-    FROM in_scope AS s JOIN parts AS t ON t.relid = s.oid
-    JOIN pg_depend AS d ON d.classid = t.classid AND d.objid = t.objid
-    JOIN user_code_free AS u ON u.classid = d.refclassid AND u.oid = d.refobjid
-    GROUP BY s.qname, s.relowner, s.extension
-    UNION ALL
-    SELECT 'relation ' || s.qname, s.relowner, s.extension,
-        format('a column of range type %s, whose support function PostgreSQL calls without an EXECUTE check when it analyzes or indexes the data',
-            string_agg(DISTINCT format_type(g.rngtypid, NULL), ', ')),
-        'drop the column, or the range type''s support function'
-    FROM in_scope AS s JOIN pg_attribute AS a ON a.attrelid = s.oid AND a.attnum > 0
-        AND NOT a.attisdropped
-    JOIN pg_range AS g ON g.rngtypid = a.atttypid
-    WHERE g.rngsubdiff >= 16384 OR g.rngcanonical >= 16384
-    GROUP BY s.qname, s.relowner, s.extension
-)$q$
+DECLARE
+    warnings jsonb := p_step.warnings;
+    role_name text := p_req.role_name;
+    is_table boolean := p_req.target_kind = 'table';
+BEGIN
+    IF cardinality(p_step.skipped) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('left_out', format(
+            'left out (their owner is neither admin nor a catalog role, or they have no owner to change): %s',
+            datatable_roles.acl_some(p_step.skipped)));
+    END IF;
+    IF role_name <> p_entry.admin_login AND cardinality(p_step.statements) > 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('owner_bypasses_rls', format(
+            '%s will own what it is handed: an owner bypasses row-level security (unless FORCE ROW LEVEL SECURITY), may alter, drop and grant it, and every login holding %s gets that',
+            role_name, role_name));
+    END IF;
+    IF (p_req.snapshot -> (CASE WHEN is_table THEN 'relations' ELSE 'schema' END))
+        @? '$.**.public ? (@ == true)' THEN
+        warnings := warnings || datatable_roles.acl_warning('public_grant', format(
+            'PUBLIC holds privileges on %s: every role reaches it, whoever owns it',
+            CASE WHEN is_table THEN format('%I.%I', p_req.target ->> 'schema', p_req.target ->> 'table')
+                ELSE format('schema %I', p_req.target ->> 'schema') END));
+    END IF;
+    IF cardinality(p_step.statements) = 0 THEN
+        warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
+            '%s owns it all already', datatable_roles.acl_label(p_entry, role_name)));
+    END IF;
+    RETURN warnings || datatable_roles.acl_live_code(p_entry, p_req.snapshot, role_name);
+END;
 $_$;
 
-ALTER FUNCTION datatable_roles.acl_live_sql() OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.acl_owner_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) RETURNS text[]
     LANGUAGE sql IMMUTABLE
@@ -442,465 +870,114 @@ ALTER FUNCTION datatable_roles.acl_per_owner(p_names text[], p_owners text[]) OW
 CREATE FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
-    target jsonb := datatable_roles.acl_target(p_target);
-    tkind text := datatable_roles.acl_target_kind(target);
-    action text;
-    bad text;
-    role_name text;
-    on_what text;
-    snap jsonb;
-    version integer;
-    privs text [];
-    privs_sql text;
-    creators text [];
-    creator text;
-    item jsonb;
-    rel jsonb;
-    names text [] := '{}'::text [];
-    skipped text [] := '{}'::text [];
-    public_on text [] := '{}'::text [];
-    no_rls text [] := '{}'::text [];
-    not_invoker text [] := '{}'::text [];
-    in_effect text [] := '{}'::text [];   -- objects (creators) where the change holds already
-    statements text [] := '{}'::text [];
-    run_as text [] := '{}'::text [];
-    owners text [] := '{}'::text [];
-    grp record;
-    warnings jsonb := '[]'::jsonb;
-    normalized jsonb;
-    object_kind text;
-    verb text;
-    qualified text;
-    keyword text;
-    path_schemas text [];
+    req datatable_roles.acl_request;
 BEGIN
-    PERFORM datatable_roles.require(p_change, 'change');
-    IF jsonb_typeof(p_change) <> 'object' THEN
-        RAISE EXCEPTION 'a change must be a JSON object'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}.';
+    req.target := datatable_roles.acl_target(p_target);
+    req.target_kind := datatable_roles.acl_target_kind(req.target);
+    SELECT c.action, c.role_name, c.on_what INTO req.action, req.role_name, req.on_what
+    FROM datatable_roles.acl_check_change(p_entry, req.target_kind, p_change) AS c;
+    req.snapshot := datatable_roles.acl_snapshot(p_entry, req.target, req.role_name);
+    IF req.action = 'owner' THEN
+        RETURN datatable_roles.acl_plan_owner(p_entry, req, p_change);
     END IF;
-    SELECT k INTO bad FROM jsonb_object_keys(p_change) AS k
-    WHERE k NOT IN ('grant', 'to', 'revoke', 'from', 'on', 'for', 'owner') ORDER BY k LIMIT 1;
-    IF bad IS NOT NULL THEN
-        RAISE EXCEPTION 'unknown key % in a change', quote_literal(left(bad, 80))
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'A change has grant + to, revoke + from, or owner; on and for are optional.';
-    END IF;
-    IF (p_change ? 'grant')::integer + (p_change ? 'revoke')::integer + (p_change ? 'owner')::integer <> 1 THEN
-        RAISE EXCEPTION 'a change is exactly one of grant, revoke or owner'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    action := CASE WHEN p_change ? 'grant' THEN 'grant' WHEN p_change ? 'revoke' THEN 'revoke'
-        ELSE 'owner' END;
-    IF (action = 'grant' AND (p_change ? 'from' OR NOT p_change ? 'to'))
-        OR (action = 'revoke' AND (p_change ? 'to' OR NOT p_change ? 'from'))
-        OR (action = 'owner' AND (p_change - 'owner') <> '{}'::jsonb) THEN
-        RAISE EXCEPTION 'a change is {"grant": [...], "to": r}, {"revoke": [...], "from": r} or {"owner": r}'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    role_name := datatable_roles.acl_role(p_entry,
-        coalesce(p_change -> 'to', p_change -> 'from', p_change -> 'owner'),
-        CASE action WHEN 'grant' THEN 'to' WHEN 'revoke' THEN 'from' ELSE 'owner' END);
-    IF action <> 'owner' THEN
-        IF p_change ? 'on' AND jsonb_typeof(p_change -> 'on') IS DISTINCT FROM 'string' THEN
-            RAISE EXCEPTION '"on" must be a JSON string' USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        on_what := coalesce(p_change ->> 'on', 'target');
-        IF NOT (on_what = 'target'
-            OR (tkind = 'schema' AND on_what IN ('all tables', 'all sequences', 'all functions'))
-            OR (tkind IN ('schema', 'database')
-                AND on_what IN ('future tables', 'future sequences', 'future functions'))
-            OR (tkind = 'database' AND on_what = 'future schemas')) THEN
-            RAISE EXCEPTION '"on": % does not apply to a % target', quote_literal(left(on_what, 80)), tkind
-                USING ERRCODE = 'invalid_parameter_value',
-                      HINT = CASE tkind
-                          WHEN 'database' THEN 'On the database: target, future tables, future sequences, future functions, future schemas.'
-                          WHEN 'schema' THEN 'On a schema: target, all tables, all sequences, all functions, future tables, future sequences, future functions.'
-                          ELSE 'On a table: target.' END;
-        END IF;
-        IF p_change ? 'for' AND NOT starts_with(on_what, 'future ') THEN
-            RAISE EXCEPTION '"for" goes only with "on": "future ..." (default privileges)'
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
+    RETURN datatable_roles.acl_plan_grants(p_entry, req, p_change);
+END;
+$$;
 
-    snap := datatable_roles.acl_snapshot(p_entry, target, role_name);
-    version := (snap ->> 'version')::integer;
-    rel := CASE WHEN tkind = 'table' THEN snap -> 'relations' -> 0 END;
-    path_schemas := datatable_roles.acl_path_schemas(snap);
+ALTER FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) OWNER TO dtr_owner;
 
-    ---------------------------------------------------------------- owner
-    IF action = 'owner' THEN
-        normalized := jsonb_build_object('owner', p_change -> 'owner');
-        IF tkind = 'database' THEN
-            RAISE EXCEPTION 'the database of a data table stays owned by its admin login'
-                USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'Hand over a schema or a table instead.';
-        END IF;
-        IF tkind = 'schema' THEN
-            IF role_name <> p_entry.admin_login AND NOT (snap -> 'database' ->> 'subject_create')::boolean THEN
-                RAISE EXCEPTION 'role % may not own schema %: it has no CREATE on database %',
-                    quote_literal(role_name), quote_literal(target ->> 'schema'), quote_literal(p_entry.dbname)
-                    USING ERRCODE = 'insufficient_privilege',
-                          HINT = 'PostgreSQL lets a schema pass only to a role that may CREATE in the database. Grant it first (a change of its own, on {"database": true}), or hand the schema to admin.';
-            END IF;
-            IF NOT datatable_roles.acl_reachable(p_entry, snap -> 'schema' ->> 'owner') THEN
-                RAISE EXCEPTION 'schema % is owned by %, which is neither admin nor a catalog role',
-                    quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
-                    USING ERRCODE = 'insufficient_privilege';
-            END IF;
-            IF snap -> 'schema' ->> 'owner' <> role_name AND NOT (role_name = p_entry.admin_login
-                AND snap -> 'schema' ->> 'owner' = 'pg_database_owner') THEN
-                statements := statements || format('ALTER SCHEMA %I OWNER TO %I', target ->> 'schema', role_name);
-            END IF;
-            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'owned') AS e LOOP
-                -- An owned sequence follows its table; from PostgreSQL 17 on, a
-                -- multirange type follows its range type (15 and 16 alter it apart).
-                IF (item ->> 'owner') = role_name OR (item ->> 'follows_table')::boolean
-                    OR ((item ->> 'follows_type')::boolean AND version >= 170000) THEN
-                    CONTINUE;
-                ELSIF (item ->> 'extension')::boolean THEN
-                    names := names || (item ->> 'identity');
-                    CONTINUE;
-                ELSIF (item ->> 'type') IN ('text search parser', 'text search template')
-                    OR NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
-                    skipped := skipped || format('%s %s (owner %s)', item ->> 'type', item ->> 'identity',
-                        item ->> 'owner');
-                    CONTINUE;
-                END IF;
-                keyword := CASE item ->> 'type'
-                    WHEN 'type' THEN CASE WHEN item ->> 'typtype' = 'd' THEN 'DOMAIN' ELSE 'TYPE' END
-                    WHEN 'composite type' THEN 'TYPE'
-                    WHEN 'statistics object' THEN 'STATISTICS'
-                    ELSE upper(item ->> 'type') END;
-                IF keyword NOT IN ('TABLE', 'VIEW', 'MATERIALIZED VIEW', 'FOREIGN TABLE', 'SEQUENCE',
-                    'TYPE', 'DOMAIN', 'FUNCTION', 'PROCEDURE', 'AGGREGATE', 'OPERATOR',
-                    'OPERATOR CLASS', 'OPERATOR FAMILY', 'COLLATION', 'CONVERSION',
-                    'TEXT SEARCH DICTIONARY', 'TEXT SEARCH CONFIGURATION', 'STATISTICS') THEN
-                    skipped := skipped || format('%s %s (no ALTER ... OWNER TO for it)', item ->> 'type',
-                        item ->> 'identity');
-                    CONTINUE;
-                END IF;
-                -- identity is pg_identify_object's: schema-qualified, every name quoted.
-                statements := statements || format('ALTER %s %s OWNER TO %I', keyword,
-                    item ->> 'identity', role_name);
-            END LOOP;
-            IF cardinality(names) > 0 THEN
-                warnings := warnings || datatable_roles.acl_warning('extension_member', format(
-                    'left out, as members of an extension (ALTER EXTENSION ... decides them): %s',
-                    datatable_roles.acl_some(names)));
-            END IF;
-        ELSE
-            IF (rel ->> 'owned_by') IS NOT NULL THEN
-                RAISE EXCEPTION 'sequence %.% belongs to %: its owner follows the table''s',
-                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'), rel ->> 'owned_by'
-                    USING ERRCODE = 'invalid_parameter_value',
-                          HINT = 'Hand over the table instead.';
-            END IF;
-            IF NOT datatable_roles.acl_reachable(p_entry, rel ->> 'owner') THEN
-                RAISE EXCEPTION '%.% is owned by %, which is neither admin nor a catalog role',
-                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'),
-                    quote_literal(rel ->> 'owner')
-                    USING ERRCODE = 'insufficient_privilege';
-            END IF;
-            IF rel ->> 'owner' <> role_name THEN
-                IF NOT (snap -> 'schema' ->> 'subject_create')::boolean THEN
-                    RAISE EXCEPTION 'role % may not own %.%: it has no CREATE on schema %',
-                        quote_literal(role_name), quote_ident(target ->> 'schema'),
-                        quote_ident(target ->> 'table'), quote_literal(target ->> 'schema')
-                        USING ERRCODE = 'insufficient_privilege',
-                              HINT = 'PostgreSQL lets an object pass only to a role that may CREATE in its schema. Grant CREATE on the schema first (a change of its own), or hand the whole schema over.';
-                END IF;
-                statements := statements || format('ALTER %s %I.%I OWNER TO %I',
-                    datatable_roles.acl_relkind_keyword(rel ->> 'relkind'),
-                    target ->> 'schema', target ->> 'table', role_name);
-            END IF;
-        END IF;
-        IF cardinality(skipped) > 0 THEN
-            warnings := warnings || datatable_roles.acl_warning('left_out', format(
-                'left out (their owner is neither admin nor a catalog role, or they have no owner to change): %s',
-                datatable_roles.acl_some(skipped)));
-        END IF;
-        IF role_name <> p_entry.admin_login AND cardinality(statements) > 0 THEN
-            warnings := warnings || datatable_roles.acl_warning('owner_bypasses_rls', format(
-                '%s will own what it is handed: an owner bypasses row-level security (unless FORCE ROW LEVEL SECURITY), may alter, drop and grant it, and every login holding %s gets that',
-                role_name, role_name));
-        END IF;
-        IF (snap -> (CASE WHEN tkind = 'table' THEN 'relations' ELSE 'schema' END)) @? '$.**.public ? (@ == true)' THEN
-            warnings := warnings || datatable_roles.acl_warning('public_grant', format(
-                'PUBLIC holds privileges on %s: every role reaches it, whoever owns it',
-                CASE WHEN tkind = 'table' THEN format('%I.%I', target ->> 'schema', target ->> 'table')
-                    ELSE format('schema %I', target ->> 'schema') END));
-        END IF;
-        IF cardinality(statements) = 0 THEN
-            warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
-                '%s owns it all already', datatable_roles.acl_label(p_entry, role_name)));
-        END IF;
-        warnings := warnings || datatable_roles.acl_live_code(p_entry, snap, role_name);
-        -- ALTER ... OWNER TO runs as the link login: it needs both owners' rights.
-        RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
-            'target', target, 'change', normalized, 'statements', to_jsonb(statements),
-            'run_as', to_jsonb(array_fill(NULL::text, ARRAY[cardinality(statements)])),
-            'warnings', warnings, 'nothing_to_do', cardinality(statements) = 0);
-    END IF;
-
-    ---------------------------------------------------------------- grant / revoke
-    object_kind := CASE
-        WHEN on_what = 'target' AND tkind = 'table' AND rel ->> 'relkind' = 'S' THEN 'sequence'
-        WHEN on_what = 'target' THEN tkind
-        WHEN on_what IN ('all tables', 'future tables') THEN 'table'
-        WHEN on_what IN ('all sequences', 'future sequences') THEN 'sequence'
-        WHEN on_what IN ('all functions', 'future functions') THEN 'function'
+CREATE FUNCTION datatable_roles.acl_plan_grants(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    req datatable_roles.acl_request := p_req;
+    to_key text := CASE p_req.action WHEN 'grant' THEN 'to' ELSE 'from' END;
+    creators text [];
+    step datatable_roles.acl_step;
+    normalized jsonb;
+BEGIN
+    req.object_kind := CASE
+        WHEN req.on_what = 'target' AND req.target_kind = 'table'
+            AND req.snapshot -> 'relations' -> 0 ->> 'relkind' = 'S' THEN 'sequence'
+        WHEN req.on_what = 'target' THEN req.target_kind
+        WHEN req.on_what IN ('all tables', 'future tables') THEN 'table'
+        WHEN req.on_what IN ('all sequences', 'future sequences') THEN 'sequence'
+        WHEN req.on_what IN ('all functions', 'future functions') THEN 'function'
         ELSE 'schema' END;
-    privs := datatable_roles.acl_check_privileges(p_change -> action, object_kind, version);
-    privs_sql := array_to_string(privs, ', ');
-    verb := CASE action WHEN 'grant' THEN 'GRANT %s ON %s TO %I' ELSE 'REVOKE %s ON %s FROM %I' END;
-    IF action = 'grant' AND object_kind = 'database' AND 'CONNECT' = ANY(privs)
-        AND role_name <> p_entry.admin_login THEN
+    req.privileges := datatable_roles.acl_check_privileges(p_change -> req.action, req.object_kind,
+        (req.snapshot ->> 'version')::integer);
+    IF req.action = 'grant' AND req.object_kind = 'database' AND 'CONNECT' = ANY(req.privileges)
+        AND req.role_name <> p_entry.admin_login THEN
         RAISE EXCEPTION 'CONNECT is never granted to a catalog role: every login holding % could then connect to %',
-            quote_literal(role_name), quote_literal(p_entry.dbname)
+            quote_literal(req.role_name), quote_literal(p_entry.dbname)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Logins handed to jobs get CONNECT on their one database from the package itself.';
     END IF;
-
-    IF on_what = 'target' THEN
-        IF tkind = 'database' THEN
-            IF datatable_roles.acl_in_effect(action, privs, snap -> 'database' -> 'grants',
-                snap -> 'database' ->> 'owner', role_name) THEN
-                in_effect := in_effect || format('database %I', p_entry.dbname);
-            ELSE
-                statements := statements || format(verb, privs_sql, format('DATABASE %I', p_entry.dbname), role_name);
-                run_as := run_as || p_entry.admin_login;
-            END IF;
-            IF snap -> 'database' -> 'grants' @? '$[*] ? (@.public == true)' THEN
-                public_on := public_on || format('database %I', p_entry.dbname);
-            END IF;
-        ELSIF tkind = 'schema' THEN
-            IF NOT datatable_roles.acl_reachable(p_entry, snap -> 'schema' ->> 'owner') THEN
-                RAISE EXCEPTION 'schema % is owned by %, which is neither admin nor a catalog role',
-                    quote_literal(target ->> 'schema'), quote_literal(snap -> 'schema' ->> 'owner')
-                    USING ERRCODE = 'insufficient_privilege';
-            END IF;
-            IF datatable_roles.acl_in_effect(action, privs, snap -> 'schema' -> 'grants',
-                snap -> 'schema' ->> 'owner', role_name) THEN
-                in_effect := in_effect || format('schema %I', target ->> 'schema');
-            ELSE
-                statements := statements || format(verb, privs_sql, format('SCHEMA %I', target ->> 'schema'), role_name);
-                -- pg_database_owner is the admin login here (it owns the database)
-                run_as := run_as || CASE WHEN snap -> 'schema' ->> 'owner' = 'pg_database_owner'
-                    THEN p_entry.admin_login ELSE snap -> 'schema' ->> 'owner' END;
-            END IF;
-            IF snap -> 'schema' -> 'grants' @? '$[*] ? (@.public == true)' THEN
-                public_on := public_on || format('schema %I', target ->> 'schema');
-            END IF;
-        ELSE
-            IF NOT datatable_roles.acl_reachable(p_entry, rel ->> 'owner') THEN
-                RAISE EXCEPTION '%.% is owned by %, which is neither admin nor a catalog role',
-                    quote_ident(target ->> 'schema'), quote_ident(target ->> 'table'),
-                    quote_literal(rel ->> 'owner')
-                    USING ERRCODE = 'insufficient_privilege';
-            END IF;
-            qualified := format('%I.%I', target ->> 'schema', target ->> 'table');
-            IF datatable_roles.acl_in_effect(action, privs, rel -> 'grants', rel ->> 'owner', role_name) THEN
-                in_effect := in_effect || qualified;
-            ELSE
-                statements := statements || format(verb, privs_sql,
-                    CASE WHEN rel ->> 'relkind' = 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || qualified, role_name);
-                run_as := run_as || (rel ->> 'owner');
-            END IF;
-            IF rel -> 'grants' @? '$[*] ? (@.public == true)' THEN
-                public_on := public_on || qualified;
-            END IF;
-            IF rel ->> 'relkind' IN ('r', 'p', 'm', 'f') AND NOT (rel ->> 'row_security')::boolean THEN
-                no_rls := no_rls || qualified;
-            ELSIF rel ->> 'relkind' = 'v' AND NOT (rel ->> 'security_invoker')::boolean THEN
-                not_invoker := not_invoker || qualified;
-            END IF;
-        END IF;
-    ELSIF starts_with(on_what, 'all ') THEN
-        IF object_kind = 'function' THEN
-            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'routines') AS e LOOP
-                IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
-                    skipped := skipped || format('%s (owner %s)', item ->> 'identity', item ->> 'owner');
-                    CONTINUE;
-                ELSIF datatable_roles.acl_in_effect(action, privs, item -> 'grants', item ->> 'owner', role_name) THEN
-                    in_effect := in_effect || (item ->> 'identity');
-                    CONTINUE;
-                END IF;
-                names := names || (item ->> 'identity');
-                owners := owners || (item ->> 'owner');
-                IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
-                    public_on := public_on || (item ->> 'identity');
-                END IF;
-            END LOOP;
-            FOR grp IN SELECT * FROM datatable_roles.acl_per_owner(names, owners) LOOP
-                statements := statements || format(verb, privs_sql,
-                    'ROUTINE ' || array_to_string(grp.names, ', '), role_name);
-                run_as := run_as || grp.owner;
-            END LOOP;
-        ELSE
-            FOR item IN SELECT e FROM jsonb_array_elements(snap -> 'relations') AS e LOOP
-                IF (object_kind = 'sequence') <> (item ->> 'relkind' = 'S') THEN
-                    CONTINUE;
-                END IF;
-                qualified := format('%I.%I', target ->> 'schema', item ->> 'name');
-                IF NOT datatable_roles.acl_reachable(p_entry, item ->> 'owner') THEN
-                    skipped := skipped || format('%s (owner %s)', qualified, item ->> 'owner');
-                    CONTINUE;
-                ELSIF datatable_roles.acl_in_effect(action, privs, item -> 'grants', item ->> 'owner', role_name) THEN
-                    in_effect := in_effect || qualified;
-                    CONTINUE;
-                END IF;
-                names := names || qualified;
-                owners := owners || (item ->> 'owner');
-                IF item -> 'grants' @? '$[*] ? (@.public == true)' THEN
-                    public_on := public_on || qualified;
-                END IF;
-                IF item ->> 'relkind' IN ('r', 'p', 'm', 'f') AND NOT (item ->> 'row_security')::boolean THEN
-                    no_rls := no_rls || qualified;
-                ELSIF item ->> 'relkind' = 'v' AND NOT (item ->> 'security_invoker')::boolean THEN
-                    not_invoker := not_invoker || qualified;
-                END IF;
-            END LOOP;
-            FOR grp IN SELECT * FROM datatable_roles.acl_per_owner(names, owners) LOOP
-                statements := statements || format(verb, privs_sql,
-                    CASE object_kind WHEN 'sequence' THEN 'SEQUENCE ' ELSE 'TABLE ' END
-                    || array_to_string(grp.names, ', '), role_name);
-                run_as := run_as || grp.owner;
-            END LOOP;
-        END IF;
-        IF cardinality(names) = 0 AND cardinality(in_effect) = 0 THEN
-            warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
-                'schema %I has no %s the package can act on', target ->> 'schema', substr(on_what, 5)));
-        END IF;
-        IF cardinality(skipped) > 0 THEN
-            warnings := warnings || datatable_roles.acl_warning('left_out', format(
-                'left out, as their owner is neither admin nor a catalog role (a set login''s objects are its own): %s',
-                datatable_roles.acl_some(skipped)));
-        END IF;
+    IF req.on_what = 'target' THEN
+        step := datatable_roles.acl_grant_target(p_entry, req);
+    ELSIF starts_with(req.on_what, 'all ') THEN
+        step := datatable_roles.acl_grant_all(p_entry, req);
     ELSE
-        -- Default privileges: one statement per creating role.
-        IF p_change ? 'for' THEN
-            IF jsonb_typeof(p_change -> 'for') <> 'array' OR jsonb_array_length(p_change -> 'for') = 0 THEN
-                RAISE EXCEPTION '"for" is a non-empty JSON array of role names'
-                    USING ERRCODE = 'invalid_parameter_value';
-            END IF;
-            creators := ARRAY(
-                SELECT DISTINCT datatable_roles.acl_role(p_entry, e, 'for')
-                FROM jsonb_array_elements(p_change -> 'for') AS e ORDER BY 1);
-        ELSE
-            creators := ARRAY(
-                SELECT p_entry.admin_login
-                UNION
-                SELECT r.name FROM datatable_roles.datatable_role AS m
-                JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                WHERE m.datatable_id = p_entry.id AND r.name <> role_name
-                ORDER BY 1);
-        END IF;
-        FOREACH creator IN ARRAY creators LOOP
-            IF datatable_roles.acl_in_effect(action, privs, datatable_roles.acl_defaults_of(snap, creator,
-                CASE on_what WHEN 'future tables' THEN 'r' WHEN 'future sequences' THEN 'S'
-                    WHEN 'future functions' THEN 'f' ELSE 'n' END,
-                tkind = 'database', datatable_roles.acl_kind_privileges(object_kind, version)),
-                creator, role_name) THEN
-                in_effect := in_effect || datatable_roles.acl_label(p_entry, creator);
-                CONTINUE;
-            END IF;
-            statements := statements || format('ALTER DEFAULT PRIVILEGES FOR ROLE %I%s %s',
-                creator,
-                CASE WHEN tkind = 'schema' THEN format(' IN SCHEMA %I', target ->> 'schema') ELSE '' END,
-                format(verb, privs_sql, upper(substr(on_what, 8)), role_name));
-            run_as := run_as || NULL::text;   -- the creator's, whoever runs it
-        END LOOP;
-        warnings := warnings || datatable_roles.acl_warning('default_privileges', format(
-            'default privileges bind only %s created later by %s%s; objects that exist now are not touched%s, and objects a set login (a job holding several roles) creates are its own and are not covered',
-            substr(on_what, 8),
-            array_to_string(ARRAY(SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c), ', '),
-            CASE WHEN tkind = 'schema' THEN format(' in schema %I', target ->> 'schema') ELSE ' in any schema' END,
-            CASE WHEN on_what = 'future schemas' THEN ''
-                ELSE format(' (use "all %s")', substr(on_what, 8)) END));
-        IF action = 'grant' AND on_what = 'future tables' THEN
-            warnings := warnings || datatable_roles.acl_warning('rls_disabled',
-                'tables are created with row-level security disabled: enable it on each new table before its rows matter (ALTER TABLE ... ENABLE ROW LEVEL SECURITY)');
-        ELSIF on_what = 'future functions' THEN
-            warnings := warnings || datatable_roles.acl_warning('public_grant',
-                'PUBLIC gets EXECUTE on every new function by default, unless default privileges revoke it');
-        END IF;
-        IF snap -> 'default_acl' @? '$[*].grants[*] ? (@.public == true)' THEN
-            warnings := warnings || datatable_roles.acl_warning('public_grant',
-                'default privileges here grant to PUBLIC: every role reaches those objects when they are created');
-        END IF;
+        creators := datatable_roles.acl_creators(p_entry, p_change, req.role_name);
+        step := datatable_roles.acl_grant_future(p_entry, req, creators);
     END IF;
-
-    PERFORM datatable_roles.acl_check_run_as(snap, run_as, target ->> 'schema');
-    IF action = 'grant' THEN
-        IF 'CREATE' = ANY(privs) AND object_kind = 'schema' AND (
-            (on_what = 'target' AND (target ->> 'schema') = ANY(path_schemas))
-            OR on_what = 'future schemas') THEN
-            warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
-                'CREATE on %s, which %s on a default search_path (%s): %s can create objects that shadow those other roles, the admin login among them, find there (CVE-2018-1058)',
-                CASE WHEN on_what = 'target' THEN format('schema %I', target ->> 'schema') ELSE 'new schemas' END,
-                CASE WHEN on_what = 'target' THEN 'is' ELSE 'may be' END,
-                array_to_string(path_schemas, ', '), role_name));
-        ELSIF 'CREATE' = ANY(privs) AND object_kind = 'database' THEN
-            warnings := warnings || datatable_roles.acl_warning('search_path_create', format(
-                'CREATE on database %I lets %s create schemas; one named like a role is first on that role''s search_path ("$user"), and objects there shadow the ones it means (CVE-2018-1058)',
-                p_entry.dbname, role_name));
-        END IF;
-        IF cardinality(no_rls) > 0 THEN
-            warnings := warnings || datatable_roles.acl_warning('rls_disabled', format(
-                'row-level security is disabled (or impossible) on %s: every login holding %s reaches all its rows',
-                datatable_roles.acl_some(no_rls), role_name));
-        END IF;
-        IF object_kind = 'table' THEN
-            warnings := warnings || datatable_roles.acl_runs_as_others(privs,
-                CASE WHEN on_what = 'target' THEN qualified WHEN on_what = 'all tables'
-                    THEN datatable_roles.acl_some(names) ELSE 'new tables' END,
-                CASE WHEN on_what = 'target' THEN datatable_roles.acl_label(p_entry, rel ->> 'owner') END,
-                role_name);
-        END IF;
-        IF cardinality(not_invoker) > 0 THEN
-            warnings := warnings || datatable_roles.acl_warning('view_not_invoker', format(
-                'view %s is not security_invoker: it reads its tables as its owner, so %s reaches the rows its owner reaches, not its own (ALTER VIEW ... SET (security_invoker = true))',
-                datatable_roles.acl_some(not_invoker), role_name));
-        END IF;
+    PERFORM datatable_roles.acl_check_run_as(req.snapshot, step.run_as, req.target ->> 'schema');
+    IF req.action = 'grant' THEN
+        step.warnings := step.warnings || datatable_roles.acl_grant_warnings(p_entry, req, step);
     END IF;
-    IF cardinality(public_on) > 0 THEN
-        warnings := warnings || datatable_roles.acl_warning('public_grant', format(
-            'PUBLIC holds privileges on %s: every role reaches it, whatever is granted or revoked here',
-            datatable_roles.acl_some(public_on)));
-    END IF;
-    IF cardinality(statements) = 0 AND cardinality(in_effect) > 0 THEN
-        warnings := warnings || datatable_roles.acl_warning('nothing_to_do', format(
-            CASE WHEN action = 'grant' THEN '%s holds %s already, %s'
-                WHEN starts_with(on_what, 'future ') AND tkind = 'schema'
-                    THEN '%s holds none of %s, %s: nothing to revoke here (default privileges in a schema only add to the database-wide ones: revoke those on the database target)'
-                WHEN starts_with(on_what, 'future ')
-                    THEN '%s holds none of %s, %s: nothing to revoke'
-                ELSE '%s holds none of %s, %s: nothing to revoke (a grant another grantor made is not the owner''s to take back; datatable_acl shows every grant)' END,
-            datatable_roles.acl_label(p_entry, role_name), privs_sql,
-            CASE WHEN starts_with(on_what, 'future ')
-                THEN format('in the default privileges for %s created by %s', substr(on_what, 8),
-                    datatable_roles.acl_some(in_effect))
-                ELSE format('granted by the owner on %s', datatable_roles.acl_some(in_effect)) END));
-    END IF;
-    normalized := jsonb_build_object(action, to_jsonb(privs),
-        CASE action WHEN 'grant' THEN 'to' ELSE 'from' END, p_change -> CASE action WHEN 'grant' THEN 'to' ELSE 'from' END,
-        'on', on_what);
-    IF starts_with(on_what, 'future ') THEN
+    step.warnings := step.warnings || datatable_roles.acl_change_warnings(p_entry, req, step);
+    normalized := jsonb_build_object(req.action, to_jsonb(req.privileges), to_key, p_change -> to_key,
+        'on', req.on_what);
+    IF starts_with(req.on_what, 'future ') THEN
         normalized := normalized || jsonb_build_object('for', to_jsonb(ARRAY(
             SELECT datatable_roles.acl_label(p_entry, c) FROM unnest(creators) AS c)));
     END IF;
-    RETURN jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
-        'target', target, 'change', normalized, 'statements', to_jsonb(statements),
-        'run_as', to_jsonb(run_as), 'warnings', warnings, 'nothing_to_do', cardinality(statements) = 0);
+    RETURN datatable_roles.acl_plan_result(p_entry, req, normalized, step);
 END;
-$_$;
+$$;
 
-ALTER FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.acl_plan_grants(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_plan_owner(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    step datatable_roles.acl_step := datatable_roles.acl_empty_step();
+BEGIN
+    IF p_req.target_kind = 'database' THEN
+        RAISE EXCEPTION 'the database of a data table stays owned by its admin login'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Hand over a schema or a table instead.';
+    END IF;
+    IF p_req.target_kind = 'schema' THEN
+        step := datatable_roles.acl_owner_schema(p_entry, p_req);
+    ELSE
+        step.statements := datatable_roles.acl_owner_table(p_entry, p_req);
+    END IF;
+    step.warnings := datatable_roles.acl_owner_warnings(p_entry, p_req, step);
+    -- ALTER ... OWNER TO runs as the link login: it needs both owners' rights.
+    step.run_as := array_fill(NULL::text, ARRAY[cardinality(step.statements)]);
+    RETURN datatable_roles.acl_plan_result(p_entry, p_req,
+        jsonb_build_object('owner', p_change -> 'owner'), step);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_plan_owner(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_plan_result(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb, p_step datatable_roles.acl_step) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT jsonb_build_object('datatable', p_entry.workspace || '/' || p_entry.name,
+        'target', p_req.target, 'change', p_change, 'statements', to_jsonb(p_step.statements),
+        'run_as', to_jsonb(p_step.run_as), 'warnings', p_step.warnings,
+        'nothing_to_do', cardinality(p_step.statements) = 0)
+$$;
+
+ALTER FUNCTION datatable_roles.acl_plan_result(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb, p_step datatable_roles.acl_step) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) RETURNS boolean
     LANGUAGE sql STABLE
@@ -911,164 +988,23 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text) RETURNS text
-    LANGUAGE sql IMMUTABLE
-    AS $_$
-    SELECT format($q$
-WITH ns AS (
-    SELECT n.oid, n.nspname, n.nspowner, n.nspacl FROM pg_namespace AS n WHERE n.nspname = %1$L
-),
-rel AS (
-    SELECT c.oid, c.relname, c.relkind, c.relowner, c.relacl, c.relrowsecurity,
-        c.relforcerowsecurity,
-        coalesce((SELECT o.option_value::boolean FROM pg_options_to_table(c.reloptions) AS o
-            WHERE o.option_name = 'security_invoker'), false) AS invoker,
-        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_class'::regclass
-            AND x.objid = c.oid AND x.deptype = 'e') AS extension,
-        (SELECT (pg_identify_object('pg_class'::regclass, t.oid, 0)).identity
-        FROM pg_depend AS x JOIN pg_class AS t ON t.oid = x.refobjid
-            WHERE x.classid = 'pg_class'::regclass AND x.objid = c.oid
-                AND x.refclassid = 'pg_class'::regclass AND x.deptype IN ('a', 'i')
-                AND c.relkind = 'S' LIMIT 1) AS owned_by
-    FROM pg_class AS c JOIN ns ON ns.oid = c.relnamespace
-    WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
-),
-dep AS (
-    SELECT d.classid, d.objid, i.type, i.identity,
-        CASE d.classid
-            WHEN 'pg_class'::regclass THEN (SELECT c.relowner FROM pg_class AS c WHERE c.oid = d.objid)
-            WHEN 'pg_proc'::regclass THEN (SELECT p.proowner FROM pg_proc AS p WHERE p.oid = d.objid)
-            WHEN 'pg_type'::regclass THEN (SELECT t.typowner FROM pg_type AS t WHERE t.oid = d.objid)
-            WHEN 'pg_operator'::regclass
-                THEN (SELECT o.oprowner FROM pg_operator AS o WHERE o.oid = d.objid)
-            WHEN 'pg_opclass'::regclass
-                THEN (SELECT o.opcowner FROM pg_opclass AS o WHERE o.oid = d.objid)
-            WHEN 'pg_opfamily'::regclass
-                THEN (SELECT o.opfowner FROM pg_opfamily AS o WHERE o.oid = d.objid)
-            WHEN 'pg_collation'::regclass
-                THEN (SELECT o.collowner FROM pg_collation AS o WHERE o.oid = d.objid)
-            WHEN 'pg_conversion'::regclass
-                THEN (SELECT o.conowner FROM pg_conversion AS o WHERE o.oid = d.objid)
-            WHEN 'pg_ts_dict'::regclass
-                THEN (SELECT o.dictowner FROM pg_ts_dict AS o WHERE o.oid = d.objid)
-            WHEN 'pg_ts_config'::regclass
-                THEN (SELECT o.cfgowner FROM pg_ts_config AS o WHERE o.oid = d.objid)
-            WHEN 'pg_statistic_ext'::regclass
-                THEN (SELECT o.stxowner FROM pg_statistic_ext AS o WHERE o.oid = d.objid)
-        END AS owner,
-        CASE WHEN d.classid = 'pg_type'::regclass
-            THEN (SELECT t.typtype FROM pg_type AS t WHERE t.oid = d.objid) END AS typtype,
-        EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = d.classid AND x.objid = d.objid
-            AND x.deptype = 'e') AS extension,
-        d.classid = 'pg_class'::regclass AND EXISTS (
-            SELECT FROM pg_depend AS x JOIN pg_class AS c ON c.oid = x.objid
-            WHERE x.classid = 'pg_class'::regclass AND x.objid = d.objid AND c.relkind = 'S'
-                AND x.refclassid = 'pg_class'::regclass AND x.deptype IN ('a', 'i')
-        ) AS follows_table,
-        d.classid = 'pg_type'::regclass AND EXISTS (
-            SELECT FROM pg_depend AS x WHERE x.classid = 'pg_type'::regclass AND x.objid = d.objid
-                AND x.refclassid = 'pg_type'::regclass AND x.deptype = 'i'
-        ) AS follows_type
-    FROM pg_depend AS d
-    CROSS JOIN LATERAL pg_identify_object(d.classid, d.objid, 0) AS i
-    WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT ns.oid FROM ns)
-        AND d.deptype = 'n'
-),
-the_table AS (SELECT %2$L::name AS relname),
-%9$s
-SELECT jsonb_build_object(
-    'version', current_setting('server_version_num')::integer,
-    'paths', to_jsonb(ARRAY(
-        SELECT s.boot_val FROM pg_settings AS s WHERE s.name = 'search_path'
-        UNION ALL
-        SELECT s.reset_val FROM pg_settings AS s WHERE s.name = 'search_path'
-        UNION ALL
-        SELECT substr(cfg, 13) FROM pg_db_role_setting AS s, unnest(s.setconfig) AS cfg
-        WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_database AS d
-            WHERE d.datname = current_database()))
-            AND starts_with(cfg, 'search_path=')
-    )),
-    'role_schemas', to_jsonb(ARRAY(
-        SELECT n.nspname::text FROM pg_namespace AS n
-        WHERE EXISTS (SELECT FROM pg_roles AS r WHERE r.rolname = n.nspname) ORDER BY 1
-    )),
-    'database', (
-        SELECT jsonb_build_object('name', d.datname, 'owner', pg_get_userbyid(d.datdba),
-            'grants', %4$s,
-            'subject_create', has_database_privilege(%3$L::name, d.oid, 'CREATE'))
-        FROM pg_database AS d WHERE d.datname = current_database()
-    ),
-    'schemas', coalesce((
-        SELECT jsonb_agg(jsonb_build_object('name', n.nspname, 'owner', pg_get_userbyid(n.nspowner))
-            ORDER BY n.nspname COLLATE "C")
-        FROM pg_namespace AS n
-        WHERE n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
-    ), '[]'::jsonb),
-    'schema', (
-        SELECT jsonb_build_object('name', ns.nspname, 'owner', pg_get_userbyid(ns.nspowner),
-            'grants', %5$s,
-            'subject_create', has_schema_privilege(%3$L::name, ns.oid, 'CREATE'))
-        FROM ns
-    ),
-    'relations', coalesce((
-        SELECT jsonb_agg(jsonb_build_object('name', rel.relname, 'relkind', rel.relkind,
-            'owner', pg_get_userbyid(rel.relowner), 'row_security', rel.relrowsecurity,
-            'force_row_security', rel.relforcerowsecurity, 'security_invoker', rel.invoker,
-            'extension', rel.extension, 'owned_by', rel.owned_by, 'grants', %6$s)
-            ORDER BY rel.relname COLLATE "C")
-        FROM rel WHERE %2$L IS NULL OR rel.relname = %2$L
-    ), '[]'::jsonb),
-    'routines', coalesce((
-        SELECT jsonb_agg(jsonb_build_object(
-            'identity', (pg_identify_object('pg_proc'::regclass, p.oid, 0)).identity,
-            'prokind', p.prokind, 'owner', pg_get_userbyid(p.proowner),
-            'extension', EXISTS (SELECT FROM pg_depend AS x WHERE x.classid = 'pg_proc'::regclass
-                AND x.objid = p.oid AND x.deptype = 'e'),
-            'grants', %7$s)
-            ORDER BY (pg_identify_object('pg_proc'::regclass, p.oid, 0)).identity COLLATE "C")
-        FROM pg_proc AS p WHERE p.pronamespace = (SELECT ns.oid FROM ns) AND %2$L IS NULL
-    ), '[]'::jsonb),
-    'default_acl', coalesce((
-        SELECT jsonb_agg(jsonb_build_object('for_role', pg_get_userbyid(a.defaclrole),
-            'objtype', a.defaclobjtype, 'grants', %8$s)
-            ORDER BY pg_get_userbyid(a.defaclrole) COLLATE "C", a.defaclobjtype)
-        FROM pg_default_acl AS a
-        WHERE %2$L IS NULL AND a.defaclnamespace = coalesce((SELECT ns.oid FROM ns), 0)
-    ), '[]'::jsonb),
-    'owned', coalesce((
-        SELECT jsonb_agg(jsonb_build_object('type', dep.type, 'identity', dep.identity,
-            'owner', pg_get_userbyid(dep.owner), 'typtype', dep.typtype,
-            'extension', dep.extension, 'follows_table', dep.follows_table,
-            'follows_type', dep.follows_type)
-            -- a multirange before its range: ALTER TYPE of the range on 16
-            -- leaves the multirange's array type behind
-            ORDER BY dep.follows_type DESC, dep.type, dep.identity COLLATE "C")
-        FROM dep WHERE %2$L IS NULL
-    ), '[]'::jsonb),
-    'no_usage', to_jsonb(ARRAY(
-        SELECT DISTINCT pg_get_userbyid(o.owner)::text
-        FROM (SELECT rel.relowner AS owner FROM rel
-            UNION SELECT p.proowner FROM pg_proc AS p WHERE p.pronamespace = (SELECT ns.oid FROM ns)) AS o
-        WHERE NOT has_schema_privilege(o.owner, (SELECT ns.oid FROM ns), 'USAGE')
-    )),
-    'live', coalesce((
-        SELECT jsonb_agg(jsonb_build_object('object', live.object, 'owner', pg_get_userbyid(live.owner),
-            'extension', live.extension, 'why', live.why, 'fix', live.fix)
-            ORDER BY live.object COLLATE "C", live.why)
-        FROM live
-    ), '[]'::jsonb)
-)::text
-$q$, p_schema, p_table, p_subject,
-        datatable_roles.acl_sql_grants('coalesce(d.datacl, acldefault(''d'', d.datdba))'),
-        datatable_roles.acl_sql_grants('coalesce(ns.nspacl, acldefault(''n'', ns.nspowner))'),
-        datatable_roles.acl_sql_grants(
-            'coalesce(rel.relacl, acldefault(CASE WHEN rel.relkind = ''S'' THEN ''s'' ELSE ''r'' END::"char", rel.relowner))'),
-        datatable_roles.acl_sql_grants('coalesce(p.proacl, acldefault(''f'', p.proowner))'),
-        datatable_roles.acl_sql_grants('a.defaclacl'),
-        datatable_roles.acl_live_sql())
-$_$;
+CREATE FUNCTION datatable_roles.acl_read_script() RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    script text := (SELECT s.body FROM datatable_roles.remote_script AS s WHERE s.name = 'acl_read');
+BEGIN
+    IF script IS NULL THEN
+        RAISE EXCEPTION 'the remote script acl_read is not installed'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run datatable-roles migrate: its post-apply hook stores the scripts of sql/functions/remote/scripts.';
+    END IF;
+    RETURN script;
+END;
+$$;
 
-ALTER FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.acl_read_script() OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -1088,6 +1024,21 @@ CREATE FUNCTION datatable_roles.acl_relkind_name(p_relkind text) RETURNS text
 $$;
 
 ALTER FUNCTION datatable_roles.acl_relkind_name(p_relkind text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.acl_require_reachable(p_entry datatable_roles.datatable, p_object text, p_owner text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT datatable_roles.acl_reachable(p_entry, p_owner) THEN
+        RAISE EXCEPTION '% is owned by %, which is neither admin nor a catalog role',
+            p_object, quote_literal(p_owner)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_require_reachable(p_entry datatable_roles.datatable, p_object text, p_owner text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_role(p_entry datatable_roles.datatable, p_name jsonb, p_key text) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -1184,15 +1135,16 @@ DECLARE
     result jsonb;
 BEGIN
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+        PERFORM datatable_roles.session_exec(conn, 'SET ROLE NONE');
         -- Qualified: the session's search_path is not pinned yet.
-        SELECT v.p INTO session_path
-        FROM datatable_roles_dblink.dblink(conn, 'SELECT pg_catalog.current_setting(''search_path'')')
-            AS v (p text);
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET search_path = pg_catalog, pg_temp');
-        SELECT v.j INTO snap
-        FROM datatable_roles_dblink.dblink(conn, datatable_roles.acl_read_sql(
-            p_target ->> 'schema', p_target ->> 'table', p_subject)) AS v (j text);
+        session_path := datatable_roles.session_value(conn,
+            'SELECT pg_catalog.current_setting(''search_path'')');
+        PERFORM datatable_roles.session_exec(conn, 'SET search_path = pg_catalog, pg_temp');
+        -- Prepared once in this session (acl_connect opened it), run with
+        -- the names as the statement's parameters.
+        PERFORM datatable_roles.session_exec(conn, datatable_roles.acl_read_script());
+        snap := datatable_roles.session_value(conn, format('EXECUTE datatable_roles_acl_read(%L, %L, %L)',
+            p_target ->> 'schema', p_target ->> 'table', p_subject));
     EXCEPTION WHEN OTHERS THEN
         PERFORM datatable_roles.acl_disconnect();
         RAISE;
@@ -1233,17 +1185,15 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_some(p_names text[]) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.acl_sql_grants(p_acl text) RETURNS text
+CREATE FUNCTION datatable_roles.acl_statement(p_req datatable_roles.acl_request, p_on text) RETURNS text
     LANGUAGE sql IMMUTABLE
-    AS $_$
-    SELECT format($q$(SELECT coalesce(jsonb_agg(jsonb_build_object(
-        'grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END,
-        'public', a.grantee = 0, 'grantor', pg_get_userbyid(a.grantor)::text,
-        'privilege', a.privilege_type, 'grantable', a.is_grantable)
-        ORDER BY a.grantee, a.privilege_type), '[]'::jsonb) FROM aclexplode(%s) AS a)$q$, p_acl)
-$_$;
+    AS $$
+    SELECT format(CASE p_req.action WHEN 'grant' THEN 'GRANT %s ON %s TO %I'
+        ELSE 'REVOKE %s ON %s FROM %I' END,
+        array_to_string(p_req.privileges, ', '), p_on, p_req.role_name)
+$$;
 
-ALTER FUNCTION datatable_roles.acl_sql_grants(p_acl text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.acl_statement(p_req datatable_roles.acl_request, p_on text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.acl_target(p_target jsonb) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
@@ -2046,28 +1996,11 @@ CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) RETU
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
-DECLARE
-    link datatable_roles.link_credential;
 BEGIN
-    -- FOR SHARE: a rotation of the link login's password (rotate_link_login)
-    -- commits first, or waits for this transaction.
-    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
-    -- A cancel (statement_timeout) is not caught below: it can leave the named
-    -- connection open in this session, and every later move here would fail
-    -- with "duplicate connection name". Close such a leftover first.
-    IF 'datatable_roles_link' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
-    END IF;
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_link',
-        datatable_roles.conninfo_for(p_dbname, link.login, link.password));
-    BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_link',
-            'SET search_path = pg_catalog, pg_temp; ' || p_sql);
-    EXCEPTION WHEN OTHERS THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
-        RAISE;
-    END;
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_link');
+    PERFORM datatable_roles.link_session_open('datatable_roles_link', p_dbname);
+    PERFORM datatable_roles.session_exec('datatable_roles_link',
+        'SET search_path = pg_catalog, pg_temp; ' || p_sql);
+    PERFORM datatable_roles.session_close('datatable_roles_link');
 END;
 $$;
 
@@ -2255,6 +2188,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.link_login() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    link datatable_roles.link_credential;
+BEGIN
+    SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR SHARE;
+    RETURN datatable_roles.session_open(p_name, p_dbname, link.login, link.password);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(password text, last_used_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $$
@@ -2311,12 +2258,8 @@ CREATE FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_passw
 DECLARE
     why text;
 BEGIN
-    IF 'datatable_roles_try' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
-    END IF;
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_try',
-        datatable_roles.conninfo_for(p_dbname, p_login, p_password));
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
+    PERFORM datatable_roles.session_open('datatable_roles_try', p_dbname, p_login, p_password);
+    PERFORM datatable_roles.session_close('datatable_roles_try');
     RETURN NULL;
 EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
     OR invalid_authorization_specification THEN
@@ -2642,11 +2585,9 @@ ALTER FUNCTION datatable_roles.previewing() OWNER TO dtr_owner;
 CREATE FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
-    body text;
-    tag text := '$q$';
-    n integer := 0;
+    script text;
 BEGIN
     PERFORM datatable_roles.require(p_victim, 'victim');
     PERFORM datatable_roles.require(p_heir, 'heir');
@@ -2654,542 +2595,18 @@ BEGIN
         RAISE EXCEPTION 'the victim and the heir must differ: %', quote_ident(p_victim)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    body := format(E'\nDECLARE\n    victim_name constant pg_catalog.text := %L;\n', p_victim)
-        || format('    heir_name constant pg_catalog.text := %L;', p_heir)
-        || $body$
-    victim_id pg_catalog.oid;
-    heir_id pg_catalog.oid;
-    moves pg_catalog.jsonb;
-    quarantine pg_catalog.jsonb := '{}';
-    qname pg_catalog.text;
-    stamp pg_catalog.text := pg_catalog.to_char(
-        pg_catalog.timezone('UTC', pg_catalog.now()), 'YYYY-MM-DD HH24:MI:SS "UTC"');
-    obj record;
-    leftover pg_catalog.text;
-    -- Before 17 a multirange type has privileges of its own; from 17 on, its
-    -- range type's (and GRANT/REVOKE on it fail).
-    multirange_acl constant pg_catalog.bool :=
-        pg_catalog.current_setting('server_version_num')::pg_catalog.int4 < 170000;
-BEGIN
-    SELECT r.oid INTO victim_id FROM pg_catalog.pg_roles AS r WHERE r.rolname = victim_name;
+    SELECT s.body INTO script FROM datatable_roles.remote_script AS s WHERE s.name = 'quarantine';
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'role % does not exist', pg_catalog.quote_ident(victim_name)
-            USING ERRCODE = 'undefined_object';
+        RAISE EXCEPTION 'the script quarantine is not installed (datatable_roles.remote_script)'
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Install the package again: datatable-roles migrate.';
     END IF;
-    SELECT r.oid INTO heir_id FROM pg_catalog.pg_roles AS r WHERE r.rolname = heir_name;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'role % does not exist', pg_catalog.quote_ident(heir_name)
-            USING ERRCODE = 'undefined_object';
-    END IF;
-
-    -- What a search path could resolve, owned by the victim, outside its own
-    -- schemas (renamed below, contents and all). Not listed: indexes, toast,
-    -- row and array types (they move with their table or element type),
-    -- sequences owned by a column (they move with the table), shell types
-    -- (cannot move) and extension members (their extension's business).
-    SELECT coalesce(pg_catalog.jsonb_agg(m.* ORDER BY m.nsp, m.kind, m.obj), '[]')
-    INTO moves
-    FROM (
-        SELECT 'relation' AS kind, 'pg_catalog.pg_class'::pg_catalog.regclass AS cls,
-            c.oid AS obj, c.relnamespace AS nsp
-        FROM pg_catalog.pg_class AS c
-        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
-            AND (c.relkind <> 'S' OR NOT EXISTS (
-                SELECT FROM pg_catalog.pg_depend AS d
-                WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid
-                    AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
-                    AND d.refobjsubid > 0 AND d.deptype IN ('a', 'i')
-            ))
-        UNION ALL
-        SELECT 'routine', 'pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, p.pronamespace
-        FROM pg_catalog.pg_proc AS p WHERE p.proowner = victim_id
-        UNION ALL
-        SELECT 'type', 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid, t.typnamespace
-        FROM pg_catalog.pg_type AS t
-        WHERE t.typowner = victim_id AND t.typisdefined
-            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
-            AND (t.typrelid = 0 OR EXISTS (
-                SELECT FROM pg_catalog.pg_class AS c
-                WHERE c.oid = t.typrelid AND c.relkind = 'c'
-            ))
-        UNION ALL
-        SELECT 'operator', 'pg_catalog.pg_operator'::pg_catalog.regclass, o.oid, o.oprnamespace
-        FROM pg_catalog.pg_operator AS o WHERE o.oprowner = victim_id
-        UNION ALL
-        SELECT 'collation', 'pg_catalog.pg_collation'::pg_catalog.regclass, l.oid,
-            l.collnamespace
-        FROM pg_catalog.pg_collation AS l WHERE l.collowner = victim_id
-        UNION ALL
-        SELECT 'conversion', 'pg_catalog.pg_conversion'::pg_catalog.regclass, v.oid,
-            v.connamespace
-        FROM pg_catalog.pg_conversion AS v WHERE v.conowner = victim_id
-        UNION ALL
-        SELECT 'text search configuration', 'pg_catalog.pg_ts_config'::pg_catalog.regclass,
-            f.oid, f.cfgnamespace
-        FROM pg_catalog.pg_ts_config AS f WHERE f.cfgowner = victim_id
-        UNION ALL
-        SELECT 'text search dictionary', 'pg_catalog.pg_ts_dict'::pg_catalog.regclass,
-            y.oid, y.dictnamespace
-        FROM pg_catalog.pg_ts_dict AS y WHERE y.dictowner = victim_id
-    ) AS m
-    JOIN pg_catalog.pg_namespace AS n ON n.oid = m.nsp
-    WHERE n.nspowner <> victim_id
-        AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-        AND NOT EXISTS (
-            SELECT FROM pg_catalog.pg_depend AS d
-            WHERE d.classid = m.cls AND d.objid = m.obj AND d.deptype = 'e'
-        );
-
-    -- Quarantine schemas: the victim's own schemas renamed, and a new one of
-    -- the heir's for each schema that objects move out of. Only the owner
-    -- (the heir, after REASSIGN) keeps any privilege on them.
-    FOR obj IN
-        SELECT n.oid, n.nspname, n.nspowner = victim_id AS owned
-        FROM pg_catalog.pg_namespace AS n
-        WHERE (n.nspowner = victim_id
-                AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast')
-            OR n.oid IN (
-                SELECT (e.value ->> 'nsp')::pg_catalog.oid
-                FROM pg_catalog.jsonb_array_elements(moves) AS e
-            )
-        ORDER BY n.nspname
-    LOOP
-        LOOP
-            qname := 'wm_quarantine_' || pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(
-                pg_catalog.uuid_send(pg_catalog.gen_random_uuid())), 'hex'), 16);
-            EXIT WHEN NOT EXISTS (
-                SELECT FROM pg_catalog.pg_namespace AS n WHERE n.nspname = qname
-            );
-        END LOOP;
-        IF obj.owned THEN
-            EXECUTE pg_catalog.format('ALTER SCHEMA %I RENAME TO %I', obj.nspname, qname);
-            EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', qname, pg_catalog.format(
-                'Schema %s of role %s, renamed and quarantined at %s before it passed to %s.',
-                pg_catalog.quote_ident(obj.nspname), pg_catalog.quote_ident(victim_name), stamp,
-                pg_catalog.quote_ident(heir_name)));
-        ELSE
-            EXECUTE pg_catalog.format('CREATE SCHEMA %I AUTHORIZATION %I', qname, heir_name);
-            EXECUTE pg_catalog.format('COMMENT ON SCHEMA %I IS %L', qname, pg_catalog.format(
-                'Objects of role %s from schema %s, quarantined at %s before they passed to %s.',
-                pg_catalog.quote_ident(victim_name), pg_catalog.quote_ident(obj.nspname), stamp,
-                pg_catalog.quote_ident(heir_name)));
-            quarantine := quarantine || pg_catalog.jsonb_build_object(obj.oid::pg_catalog.text,
-                qname);
-        END IF;
-        -- The heir's default privileges may have granted some on the new one.
-        EXECUTE (
-            SELECT pg_catalog.format('REVOKE ALL ON SCHEMA %I FROM %s CASCADE', qname,
-                pg_catalog.concat_ws(', ', 'PUBLIC', pg_catalog.string_agg(DISTINCT
-                    pg_catalog.quote_ident(r.rolname), ', ')))
-            FROM pg_catalog.pg_namespace AS n
-            LEFT JOIN pg_catalog.aclexplode(n.nspacl) AS a ON a.grantee <> n.nspowner
-            LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE n.nspname = qname
-        );
-    END LOOP;
-
-    -- Routines: nothing runs with the owner's rights, and nobody may execute
-    -- them, not even the owner: an expression that calls one (an index's, a
-    -- default, a check, a policy, a view, an operator, a cast) would run it
-    -- as whoever evaluates it, the heir included (ANALYZE and autovacuum
-    -- evaluate index expressions as the table's owner). The heir can grant
-    -- itself EXECUTE back.
-    FOR obj IN
-        SELECT p.oid, p.prokind, p.prosecdef, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(p.proacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> p.proowner
-        ) AS grantees
-        FROM pg_catalog.pg_proc AS p
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE p.proowner = victim_id
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        IF obj.prosecdef THEN
-            EXECUTE pg_catalog.format('ALTER ROUTINE %s SECURITY INVOKER',
-                obj.oid::pg_catalog.regprocedure);
-        END IF;
-        EXECUTE pg_catalog.format('REVOKE ALL ON ROUTINE %s FROM %s CASCADE',
-            obj.oid::pg_catalog.regprocedure, pg_catalog.concat_ws(', ', 'PUBLIC',
-                pg_catalog.quote_ident(victim_name), obj.grantees));
-    END LOOP;
-
-    -- Relations: views read with the reader's rights; no grant on a relation
-    -- or any of its columns is left (REVOKE on the table takes its columns'
-    -- too); user triggers and rules (but a view's own _RETURN) are disabled.
-    -- A view's INSTEAD OF triggers and rules cannot be disabled; only the heir
-    -- can write through the view now, and its routines run for nobody.
-    FOR obj IN
-        SELECT c.oid, c.relkind, n.nspname, c.relname, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM (
-                SELECT c.relacl AS acl
-                UNION ALL
-                SELECT t.attacl FROM pg_catalog.pg_attribute AS t
-                WHERE t.attrelid = c.oid AND t.attacl IS NOT NULL
-            ) AS x
-            CROSS JOIN LATERAL pg_catalog.aclexplode(x.acl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> c.relowner
-        ) AS grantees,
-        c.relkind IN ('r', 'p', 'f') AND EXISTS (
-            SELECT FROM pg_catalog.pg_trigger AS g
-            WHERE g.tgrelid = c.oid AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-        ) AS triggers
-        FROM pg_catalog.pg_class AS c
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        IF obj.relkind = 'v' THEN
-            EXECUTE pg_catalog.format('ALTER VIEW %I.%I SET (security_invoker = true)',
-                obj.nspname, obj.relname);
-        END IF;
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s %I.%I FROM %s CASCADE',
-            CASE obj.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, obj.nspname,
-            obj.relname, pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-        IF obj.triggers THEN
-            EXECUTE pg_catalog.format('ALTER %s %I.%I DISABLE TRIGGER USER',
-                CASE obj.relkind WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, obj.nspname,
-                obj.relname);
-        END IF;
-    END LOOP;
-    FOR obj IN
-        SELECT n.nspname, c.relname, w.rulename
-        FROM pg_catalog.pg_rewrite AS w
-        JOIN pg_catalog.pg_class AS c ON c.oid = w.ev_class
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id AND c.relkind IN ('r', 'p')
-            AND w.rulename <> '_RETURN' AND w.ev_enabled <> 'D'
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        EXECUTE pg_catalog.format('ALTER TABLE %I.%I DISABLE RULE %I',
-            obj.nspname, obj.relname, obj.rulename);
-    END LOOP;
-
-    -- Triggers of other roles' tables that call the victim's routines (which
-    -- fire without an EXECUTE check), where the link login may alter the table.
-    FOR obj IN
-        SELECT c.relowner, c.relkind, n.nspname, c.relname, g.tgname
-        FROM pg_catalog.pg_trigger AS g
-        JOIN pg_catalog.pg_proc AS p ON p.oid = g.tgfoid
-        JOIN pg_catalog.pg_class AS c ON c.oid = g.tgrelid
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE p.proowner = victim_id AND c.relowner <> victim_id
-            AND NOT g.tgisinternal AND g.tgenabled <> 'D' AND c.relkind IN ('r', 'p', 'f')
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-        ORDER BY n.nspname, c.relname, g.tgname
-    LOOP
-        IF pg_catalog.pg_has_role(obj.relowner, 'USAGE') THEN
-            EXECUTE pg_catalog.format('ALTER %s %I.%I DISABLE TRIGGER %I',
-                CASE obj.relkind WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, obj.nspname,
-                obj.relname, obj.tgname);
-        END IF;
-    END LOOP;
-
-    -- Types and domains: no USAGE for anyone but the owner (PUBLIC has it by
-    -- default).
-    FOR obj IN
-        SELECT t.typtype, n.nspname, t.typname, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(t.typacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> t.typowner
-        ) AS grantees
-        FROM pg_catalog.pg_type AS t
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
-        WHERE t.typowner = victim_id AND t.typisdefined
-            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
-            AND (t.typrelid = 0 OR EXISTS (
-                SELECT FROM pg_catalog.pg_class AS c
-                WHERE c.oid = t.typrelid AND c.relkind = 'c'
-            ))
-            AND (t.typtype <> 'm' OR multirange_acl)
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s %I.%I FROM %s CASCADE',
-            CASE obj.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END, obj.nspname, obj.typname,
-            pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-    END LOOP;
-
-    -- Large objects and foreign servers: no grant left.
-    FOR obj IN
-        SELECT l.oid, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(l.lomacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> l.lomowner
-        ) AS grantees
-        FROM pg_catalog.pg_largeobject_metadata AS l
-        WHERE l.lomowner = victim_id AND l.lomacl IS NOT NULL
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON LARGE OBJECT %s FROM %s CASCADE', obj.oid,
-            pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-    END LOOP;
-    FOR obj IN
-        SELECT s.srvname, (
-            SELECT pg_catalog.string_agg(DISTINCT pg_catalog.quote_ident(r.rolname), ', ')
-            FROM pg_catalog.aclexplode(s.srvacl) AS a
-            JOIN pg_catalog.pg_roles AS r ON r.oid = a.grantee
-            WHERE a.grantee <> s.srvowner
-        ) AS grantees
-        FROM pg_catalog.pg_foreign_server AS s
-        WHERE s.srvowner = victim_id AND s.srvacl IS NOT NULL
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FOREIGN SERVER %I FROM %s CASCADE',
-            obj.srvname, pg_catalog.concat_ws(', ', 'PUBLIC', obj.grantees));
-    END LOOP;
-
-    -- A subscription applies a remote publisher's changes as its owner.
-    FOR obj IN
-        SELECT s.subname FROM pg_catalog.pg_subscription AS s
-        WHERE s.subowner = victim_id AND s.subenabled AND s.subdbid = (
-            SELECT d.oid FROM pg_catalog.pg_database AS d
-            WHERE d.datname = pg_catalog.current_database()
-        )
-    LOOP
-        EXECUTE pg_catalog.format('ALTER SUBSCRIPTION %I DISABLE', obj.subname);
-    END LOOP;
-
-    -- The moves, last, each statement naming the object as it is now.
-    FOR obj IN
-        SELECT e.value ->> 'kind' AS kind, (e.value ->> 'obj')::pg_catalog.oid AS oid,
-            quarantine ->> (e.value ->> 'nsp') AS target
-        FROM pg_catalog.jsonb_array_elements(moves) AS e
-    LOOP
-        EXECUTE CASE obj.kind
-            WHEN 'relation' THEN (
-                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
-                    CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
-                        WHEN 'S' THEN 'SEQUENCE' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END,
-                    n.nspname, c.relname, obj.target)
-                FROM pg_catalog.pg_class AS c
-                JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-                WHERE c.oid = obj.oid
-            )
-            WHEN 'routine' THEN pg_catalog.format('ALTER ROUTINE %s SET SCHEMA %I',
-                obj.oid::pg_catalog.regprocedure, obj.target)
-            WHEN 'type' THEN (
-                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
-                    CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END,
-                    n.nspname, t.typname, obj.target)
-                FROM pg_catalog.pg_type AS t
-                JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
-                WHERE t.oid = obj.oid
-            )
-            WHEN 'operator' THEN pg_catalog.format('ALTER OPERATOR %s SET SCHEMA %I',
-                obj.oid::pg_catalog.regoperator, obj.target)
-            WHEN 'collation' THEN pg_catalog.format('ALTER COLLATION %s SET SCHEMA %I',
-                obj.oid::pg_catalog.regcollation, obj.target)
-            ELSE (
-                SELECT pg_catalog.format('ALTER %s %I.%I SET SCHEMA %I',
-                    pg_catalog.upper(obj.kind), n.nspname, x.name, obj.target)
-                FROM (
-                    SELECT v.conname AS name, v.connamespace AS nsp
-                    FROM pg_catalog.pg_conversion AS v
-                    WHERE obj.kind = 'conversion' AND v.oid = obj.oid
-                    UNION ALL
-                    SELECT f.cfgname, f.cfgnamespace FROM pg_catalog.pg_ts_config AS f
-                    WHERE obj.kind = 'text search configuration' AND f.oid = obj.oid
-                    UNION ALL
-                    SELECT y.dictname, y.dictnamespace FROM pg_catalog.pg_ts_dict AS y
-                    WHERE obj.kind = 'text search dictionary' AND y.oid = obj.oid
-                ) AS x
-                JOIN pg_catalog.pg_namespace AS n ON n.oid = x.nsp
-            )
-        END;
-    END LOOP;
-
-    -- ---- Functions PostgreSQL calls without an EXECUTE check ----------------
-    -- Revoking EXECUTE does not stop these: ANALYZE (as the table's owner, the
-    -- heir from now on) and GiST indexes call a range's subtype_diff, range
-    -- input its canonical function, and so on down the list below. Of them a
-    -- role that is not a superuser can name only a range's subtype_diff
-    -- (docs/trust.md); the rest are listed too, for what a superuser may have
-    -- pointed at a function of the victim's. Each such function in a trusted
-    -- language gets, in place, an inert SQL body of the same signature, so
-    -- nothing that uses it is dropped or breaks: a difference of 0 (ANALYZE and
-    -- GiST still work, with flat estimates), the identity for a canonical
-    -- function, else NULL; the old body is kept in its comment. C and internal
-    -- functions only a superuser can make.
-    -- Run after the moves: their schemas are now the victim's or the heir's,
-    -- where CREATE OR REPLACE is allowed.
-    FOR obj IN
-        SELECT p.oid, n.nspname, p.proname, l.lanname, p.prosrc, pg_catalog.min(u.use) AS use
-        FROM (
-            SELECT g.rngsubdiff::pg_catalog.oid AS fn, 'subdiff' AS use
-            FROM pg_catalog.pg_range AS g
-            UNION ALL
-            SELECT g.rngcanonical::pg_catalog.oid, 'canonical' FROM pg_catalog.pg_range AS g
-            UNION ALL
-            SELECT a.amproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_amproc AS a
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_type AS t
-            CROSS JOIN LATERAL (VALUES (t.typinput), (t.typoutput), (t.typreceive),
-                (t.typsend), (t.typmodin), (t.typmodout), (t.typanalyze),
-                (t.typsubscript)) AS f (fn)
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_operator AS o
-            CROSS JOIN LATERAL (VALUES (o.oprrest), (o.oprjoin)) AS f (fn)
-            UNION ALL
-            SELECT v.conproc::pg_catalog.oid, 'other' FROM pg_catalog.pg_conversion AS v
-            UNION ALL
-            SELECT s.prosupport::pg_catalog.oid, 'other' FROM pg_catalog.pg_proc AS s
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_parser AS s
-            CROSS JOIN LATERAL (VALUES (s.prsstart), (s.prstoken), (s.prsend),
-                (s.prsheadline), (s.prslextype)) AS f (fn)
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_ts_template AS s
-            CROSS JOIN LATERAL (VALUES (s.tmplinit), (s.tmpllexize)) AS f (fn)
-            UNION ALL
-            SELECT f.fn::pg_catalog.oid, 'other' FROM pg_catalog.pg_transform AS s
-            CROSS JOIN LATERAL (VALUES (s.trffromsql), (s.trftosql)) AS f (fn)
-            UNION ALL
-            SELECT f.fn, 'other' FROM pg_catalog.pg_foreign_data_wrapper AS s
-            CROSS JOIN LATERAL (VALUES (s.fdwhandler), (s.fdwvalidator)) AS f (fn)
-            UNION ALL
-            SELECT f.fn, 'other' FROM pg_catalog.pg_language AS s
-            CROSS JOIN LATERAL (VALUES (s.lanplcallfoid), (s.laninline),
-                (s.lanvalidator)) AS f (fn)
-            UNION ALL
-            SELECT s.amhandler::pg_catalog.oid, 'other' FROM pg_catalog.pg_am AS s
-            UNION ALL
-            SELECT s.evtfoid, 'other' FROM pg_catalog.pg_event_trigger AS s
-        ) AS u
-        JOIN pg_catalog.pg_proc AS p ON p.oid = u.fn
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
-        WHERE p.proowner = victim_id AND p.prokind = 'f' AND l.lanpltrusted
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
-            AND NOT EXISTS (
-                SELECT FROM pg_catalog.pg_depend AS d
-                WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                    AND d.objid = p.oid AND d.deptype = 'e'
-            )
-        GROUP BY p.oid, n.nspname, p.proname, l.lanname, p.prosrc
-        ORDER BY n.nspname, p.proname, p.oid
-    LOOP
-        -- CREATE OR REPLACE wants EXECUTE too, revoked above: lent for the replace.
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I',
-            obj.oid::pg_catalog.regprocedure, victim_name);
-        EXECUTE pg_catalog.format(
-            'CREATE OR REPLACE FUNCTION %I.%I(%s) RETURNS %s LANGUAGE sql IMMUTABLE AS %L',
-            obj.nspname, obj.proname, pg_catalog.pg_get_function_arguments(obj.oid),
-            pg_catalog.pg_get_function_result(obj.oid),
-            CASE obj.use
-                WHEN 'subdiff' THEN 'SELECT 0::pg_catalog.float8'
-                WHEN 'canonical' THEN 'SELECT $1'
-                ELSE (
-                    SELECT 'SELECT NULL::' || pg_catalog.format_type(p.prorettype, NULL)
-                    FROM pg_catalog.pg_proc AS p WHERE p.oid = obj.oid
-                )
-            END);
-        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I',
-            obj.oid::pg_catalog.regprocedure, victim_name);
-        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L',
-            obj.oid::pg_catalog.regprocedure, pg_catalog.format(
-                'Function of role %s made inert at %s: PostgreSQL calls it with no EXECUTE'
-                ' check (%s). Its body was, in %s: %s', pg_catalog.quote_ident(victim_name),
-                stamp, CASE obj.use WHEN 'other' THEN 'support function'
-                    ELSE 'range ' || obj.use END, obj.lanname, obj.prosrc));
-    END LOOP;
-    -- A relation of the victim's (a table's column, an index's key) of a range
-    -- type, or a domain or multirange over one, whose subtype_diff is another
-    -- live role's would run that role's code as the heir. The link login cannot
-    -- replace it: refuse the move, so that the relation stays the victim's
-    -- (NOLOGIN, no rights) until that role is swept or dropped in turn.
-    SELECT pg_catalog.string_agg(DISTINCT pg_catalog.format('%s (%s)',
-        x.rel::pg_catalog.regclass, x.fn::pg_catalog.regprocedure), ', ')
-    INTO leftover
-    FROM (
-        WITH RECURSIVE base (typ, top) AS (
-            SELECT t.oid, t.oid FROM pg_catalog.pg_type AS t
-            UNION ALL
-            SELECT t.typbasetype, b.top FROM base AS b
-            JOIN pg_catalog.pg_type AS t ON t.oid = b.typ AND t.typbasetype <> 0
-        )
-        SELECT c.oid AS rel, g.rngsubdiff::pg_catalog.oid AS fn
-        FROM pg_catalog.pg_class AS c
-        JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND NOT a.attisdropped
-        JOIN base AS b ON b.top = a.atttypid
-        JOIN pg_catalog.pg_range AS g ON b.typ IN (g.rngtypid, g.rngmultitypid)
-        JOIN pg_catalog.pg_proc AS p ON p.oid = g.rngsubdiff
-        JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
-        JOIN pg_catalog.pg_roles AS r ON r.oid = p.proowner
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id AND l.lanpltrusted AND NOT r.rolsuper
-            AND p.proowner NOT IN (victim_id, heir_id)
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$'
-    ) AS x;
-    IF leftover IS NOT NULL THEN
-        RAISE EXCEPTION 'objects of % call functions of other roles with no EXECUTE check: %',
-            pg_catalog.quote_ident(victim_name), leftover
-            USING ERRCODE = 'object_in_use',
-                HINT = 'Sweep or drop the roles that own those functions first.';
-    END IF;
-    -- ---- end of functions called without an EXECUTE check -----------------
-
-    -- Nothing may be left granted: better a move that fails (and is tried
-    -- again by the next sweep) than one that hands the heir a live grant.
-    SELECT pg_catalog.string_agg(x.what, ', ') INTO leftover FROM (
-        SELECT c.oid::pg_catalog.regclass::pg_catalog.text AS what
-        FROM pg_catalog.pg_class AS c
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-        WHERE c.relowner = victim_id
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-            AND (EXISTS (
-                SELECT FROM pg_catalog.aclexplode(c.relacl) AS a WHERE a.grantee <> c.relowner
-            ) OR EXISTS (
-                SELECT FROM pg_catalog.pg_attribute AS t
-                CROSS JOIN LATERAL pg_catalog.aclexplode(t.attacl) AS a
-                WHERE t.attrelid = c.oid AND a.grantee <> c.relowner
-            ))
-        UNION ALL
-        SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text
-        FROM pg_catalog.pg_proc AS p
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE p.proowner = victim_id
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-            AND (p.prosecdef OR p.proacl IS NULL
-                OR EXISTS (SELECT FROM pg_catalog.aclexplode(p.proacl)))
-        UNION ALL
-        SELECT pg_catalog.format_type(t.oid, NULL)
-        FROM pg_catalog.pg_type AS t
-        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
-        WHERE t.typowner = victim_id AND t.typisdefined
-            AND NOT EXISTS (SELECT FROM pg_catalog.pg_type AS e WHERE e.typarray = t.oid)
-            AND (t.typrelid = 0 OR EXISTS (
-                SELECT FROM pg_catalog.pg_class AS c
-                WHERE c.oid = t.typrelid AND c.relkind = 'c'
-            ))
-            AND (t.typtype <> 'm' OR multirange_acl)
-            AND n.nspname !~ '^pg_(toast_)?temp_[0-9]+$' AND n.nspname <> 'pg_toast'
-            AND (t.typacl IS NULL OR EXISTS (
-                SELECT FROM pg_catalog.aclexplode(t.typacl) AS a WHERE a.grantee <> t.typowner
-            ))
-        UNION ALL
-        SELECT 'large object ' || l.oid FROM pg_catalog.pg_largeobject_metadata AS l
-        WHERE l.lomowner = victim_id AND EXISTS (
-            SELECT FROM pg_catalog.aclexplode(l.lomacl) AS a WHERE a.grantee <> l.lomowner
-        )
-    ) AS x;
-    IF leftover IS NOT NULL THEN
-        RAISE EXCEPTION 'quarantine of the objects of % left grants or definer rights on %',
-            pg_catalog.quote_ident(victim_name), leftover
-            USING ERRCODE = 'internal_error';
-    END IF;
-END
-$body$;
-    -- The tag may occur nowhere in the block, the role names included.
-    WHILE strpos(body, tag) > 0 LOOP
-        n := n + 1;
-        tag := format('$q%s$', n);
-    END LOOP;
-    RETURN format('SET LOCAL search_path = pg_catalog, pg_temp; DO %s%s%s', tag, body, tag);
+    RETURN format('SET LOCAL search_path = pg_catalog, pg_temp; '
+        'SELECT pg_catalog.set_config(%L, %L, true), pg_catalog.set_config(%L, %L, true);%s',
+        'datatable_roles.quarantine_victim', p_victim, 'datatable_roles.quarantine_heir', p_heir,
+        E'\n' || rtrim(script, E' \n;'));
 END;
-$_$;
+$$;
 
 ALTER FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) OWNER TO dtr_owner;
 
@@ -3444,26 +2861,17 @@ BEGIN
     JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
     LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
     WHERE pr.rolname = p_login AND (rs.setdatabase = 0 OR pd.datname IS NOT NULL);
-    IF 'datatable_roles_self' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
-    END IF;
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_self',
-            datatable_roles.conninfo_for(p_dbname, p_login, known) || ' options='
-            || datatable_roles.conninfo_value('-c role=none -c default_transaction_read_only=off'
-                || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
-                || ' -c idle_in_transaction_session_timeout=0'));
+        PERFORM datatable_roles.session_open('datatable_roles_self', p_dbname, p_login, known,
+            '-c role=none -c default_transaction_read_only=off'
+            || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
+            || ' -c idle_in_transaction_session_timeout=0');
     EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
         OR invalid_authorization_specification THEN
         RETURN false;
     END;
-    BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_self', resets);
-    EXCEPTION WHEN OTHERS THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
-        RAISE;
-    END;
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    PERFORM datatable_roles.session_exec('datatable_roles_self', resets);
+    PERFORM datatable_roles.session_close('datatable_roles_self');
     RETURN true;
 END;
 $$;
@@ -3650,6 +3058,66 @@ END;
 $_$;
 
 ALTER FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_close(p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_name = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect(p_name);
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_close(p_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_exec(p_name text, p_sql text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles_dblink.dblink_exec(p_name, p_sql);
+EXCEPTION WHEN OTHERS THEN
+    PERFORM datatable_roles.session_close(p_name);
+    RAISE;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_exec(p_name text, p_sql text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_open(p_name text, p_dbname text, p_login text, p_password text, p_options text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.session_close(p_name);
+    PERFORM datatable_roles_dblink.dblink_connect(p_name,
+        datatable_roles.conninfo_for(p_dbname, p_login, p_password)
+        || coalesce(' options=' || datatable_roles.conninfo_value(p_options), ''));
+    RETURN p_name;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_open(p_name text, p_dbname text, p_login text, p_password text, p_options text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.session_value(p_name text, p_sql text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    result text;
+BEGIN
+    SELECT v.value INTO result
+    FROM datatable_roles_dblink.dblink(p_name, p_sql) AS v (value text);
+    RETURN result;
+EXCEPTION WHEN OTHERS THEN
+    PERFORM datatable_roles.session_close(p_name);
+    RAISE;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_value(p_name text, p_sql text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -4324,20 +3792,20 @@ BEGIN
     RETURNING id INTO audit_id;
     conn := datatable_roles.acl_connect(entry, true);
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec(conn,
+        PERFORM datatable_roles.session_exec(conn,
             'SET ROLE NONE; SET search_path = pg_catalog, pg_temp; BEGIN');
         FOR i IN 1 .. cardinality(planned) LOOP
             -- As the object's owner, so that PostgreSQL records the owner as
             -- grantor and a REVOKE removes the owner's grant (docs/acl.md).
             IF run_as[i] IS NOT NULL THEN
-                PERFORM datatable_roles_dblink.dblink_exec(conn, format('SET ROLE %I', run_as[i]));
+                PERFORM datatable_roles.session_exec(conn, format('SET ROLE %I', run_as[i]));
             END IF;
-            PERFORM datatable_roles_dblink.dblink_exec(conn, planned[i]);
-            PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+            PERFORM datatable_roles.session_exec(conn, planned[i]);
+            PERFORM datatable_roles.session_exec(conn, 'SET ROLE NONE');
             n := n + 1;
         END LOOP;
         PERFORM datatable_roles.fault_point('acl:before_remote_commit');
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'COMMIT');
+        PERFORM datatable_roles.session_exec(conn, 'COMMIT');
     EXCEPTION WHEN OTHERS THEN
         -- Closing the session rolls back whatever ran there.
         PERFORM datatable_roles.acl_disconnect();
@@ -5789,6 +5257,10 @@ ALTER TABLE ONLY datatable_roles.workspace_user
 
 GRANT CREATE ON SCHEMA public TO dtr_owner;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_change_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_check_change(p_entry datatable_roles.datatable, p_kind text, p_change jsonb, OUT action text, OUT role_name text, OUT on_what text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_check_name(p_kind text, p_value jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_check_privileges(p_privileges jsonb, p_kind text, p_version integer) FROM PUBLIC;
@@ -5797,13 +5269,27 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_check_run_as(p_snapshot jsonb, p_run_
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_connect(p_entry datatable_roles.datatable, p_as_link boolean) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_creators(p_entry datatable_roles.datatable, p_change jsonb, p_role text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_defaults_of(p_snapshot jsonb, p_creator text, p_objtype text, p_database boolean, p_all text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_disconnect() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_empty_step() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_grant_all(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_grant_future(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_creators text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_grant_target(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_grant_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_grants(p_entry datatable_roles.datatable, p_raw jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_has_public(p_grants jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_in_effect(p_action text, p_privileges text[], p_grants jsonb, p_grantor text, p_grantee text) FROM PUBLIC;
 
@@ -5813,7 +5299,15 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_label(p_entry datatable_roles.datatab
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_live_code(p_entry datatable_roles.datatable, p_snapshot jsonb, p_role text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.acl_live_sql() FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.acl_note(p_step datatable_roles.acl_step, p_object jsonb, p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_owner_keyword(p_item jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_owner_schema(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_owner_table(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_owner_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_path_schemas(p_snapshot jsonb) FROM PUBLIC;
 
@@ -5821,13 +5315,21 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_per_owner(p_names text[], p_owners te
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_plan(p_entry datatable_roles.datatable, p_target jsonb, p_change jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_plan_grants(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_plan_owner(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_plan_result(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_change jsonb, p_step datatable_roles.acl_step) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.acl_read_sql(p_schema text, p_table text, p_subject text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.acl_read_script() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_relkind_name(p_relkind text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_require_reachable(p_entry datatable_roles.datatable, p_object text, p_owner text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_role(p_entry datatable_roles.datatable, p_name jsonb, p_key text) FROM PUBLIC;
 
@@ -5841,7 +5343,7 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_snapshot(p_entry datatable_roles.data
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_some(p_names text[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.acl_sql_grants(p_acl text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.acl_statement(p_req datatable_roles.acl_request, p_on text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_target(p_target jsonb) FROM PUBLIC;
 
@@ -5933,6 +5435,8 @@ REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_login() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.live_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.lock_database_access(p_dbname text) FROM PUBLIC;
@@ -6010,6 +5514,14 @@ REVOKE ALL ON FUNCTION datatable_roles.rotate_link_login() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_close(p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_exec(p_name text, p_sql text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_open(p_name text, p_dbname text, p_login text, p_password text, p_options text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_value(p_name text, p_sql text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 

@@ -146,20 +146,20 @@ BEGIN
     RETURNING id INTO audit_id;
     conn := datatable_roles.acl_connect(entry, true);
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec(conn,
+        PERFORM datatable_roles.session_exec(conn,
             'SET ROLE NONE; SET search_path = pg_catalog, pg_temp; BEGIN');
         FOR i IN 1 .. cardinality(planned) LOOP
             -- As the object's owner, so that PostgreSQL records the owner as
             -- grantor and a REVOKE removes the owner's grant (docs/acl.md).
             IF run_as[i] IS NOT NULL THEN
-                PERFORM datatable_roles_dblink.dblink_exec(conn, format('SET ROLE %I', run_as[i]));
+                PERFORM datatable_roles.session_exec(conn, format('SET ROLE %I', run_as[i]));
             END IF;
-            PERFORM datatable_roles_dblink.dblink_exec(conn, planned[i]);
-            PERFORM datatable_roles_dblink.dblink_exec(conn, 'SET ROLE NONE');
+            PERFORM datatable_roles.session_exec(conn, planned[i]);
+            PERFORM datatable_roles.session_exec(conn, 'SET ROLE NONE');
             n := n + 1;
         END LOOP;
         PERFORM datatable_roles.fault_point('acl:before_remote_commit');
-        PERFORM datatable_roles_dblink.dblink_exec(conn, 'COMMIT');
+        PERFORM datatable_roles.session_exec(conn, 'COMMIT');
     EXCEPTION WHEN OTHERS THEN
         -- Closing the session rolls back whatever ran there.
         PERFORM datatable_roles.acl_disconnect();

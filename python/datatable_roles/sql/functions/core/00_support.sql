@@ -210,33 +210,6 @@ AS $$
     FROM datatable_roles.settings AS s
 $$;
 
--- A login attempt: NULL when p_login authenticates with p_password and may
--- connect to p_dbname, else libpq's reason (which never holds the password).
-CREATE OR REPLACE FUNCTION datatable_roles.login_fails(
-    p_dbname text, p_login text, p_password text
-)
-RETURNS text
-LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    why text;
-BEGIN
-    IF 'datatable_roles_try' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
-    END IF;
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_try',
-        datatable_roles.conninfo_for(p_dbname, p_login, p_password));
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_try');
-    RETURN NULL;
-EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
-    OR invalid_authorization_specification THEN
-    -- dblink puts libpq's reason (never the password) in the DETAIL.
-    GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
-    RETURN coalesce(nullif(btrim(why, E' \n'), ''), SQLERRM);
-END;
-$$;
-
 -- The instance's login group: every login the package hands to a job is a
 -- member (NOLOGIN, no privileges), for pg_hba.conf rules (docs/trust.md).
 CREATE OR REPLACE FUNCTION datatable_roles.login_group()

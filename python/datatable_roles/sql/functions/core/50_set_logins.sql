@@ -279,26 +279,17 @@ BEGIN
     JOIN pg_catalog.pg_roles AS pr ON pr.oid = rs.setrole
     LEFT JOIN pg_catalog.pg_database AS pd ON pd.oid = rs.setdatabase
     WHERE pr.rolname = p_login AND (rs.setdatabase = 0 OR pd.datname IS NOT NULL);
-    IF 'datatable_roles_self' = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
-    END IF;
     BEGIN
-        PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_self',
-            datatable_roles.conninfo_for(p_dbname, p_login, known) || ' options='
-            || datatable_roles.conninfo_value('-c role=none -c default_transaction_read_only=off'
-                || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
-                || ' -c idle_in_transaction_session_timeout=0'));
+        PERFORM datatable_roles.session_open('datatable_roles_self', p_dbname, p_login, known,
+            '-c role=none -c default_transaction_read_only=off'
+            || ' -c statement_timeout=0 -c lock_timeout=0 -c idle_session_timeout=0'
+            || ' -c idle_in_transaction_session_timeout=0');
     EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
         OR invalid_authorization_specification THEN
         RETURN false;
     END;
-    BEGIN
-        PERFORM datatable_roles_dblink.dblink_exec('datatable_roles_self', resets);
-    EXCEPTION WHEN OTHERS THEN
-        PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
-        RAISE;
-    END;
-    PERFORM datatable_roles_dblink.dblink_disconnect('datatable_roles_self');
+    PERFORM datatable_roles.session_exec('datatable_roles_self', resets);
+    PERFORM datatable_roles.session_close('datatable_roles_self');
     RETURN true;
 END;
 $$;

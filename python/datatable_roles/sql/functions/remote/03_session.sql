@@ -1,0 +1,98 @@
+-- Sessions in another database of the cluster (docs/trust.md): every dblink
+-- connection the package opens, as the link login, an admin login or a set
+-- login, is opened, used and closed here. The connection string (with the
+-- password) goes to dblink_connect as an argument, never into statement text.
+
+-- Closes the named session if it is open (a no-op otherwise).
+CREATE OR REPLACE FUNCTION datatable_roles.session_close(p_name text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF p_name = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_disconnect(p_name);
+    END IF;
+END;
+$$;
+
+-- Opens the named session to p_dbname as p_login (conninfo_for: settings.link_host,
+-- this server's port, each value quoted as libpq does), with p_options as the
+-- session's `options` (e.g. '-c role=none'); returns the name. A cancel
+-- (statement_timeout) is not caught by the callers: it can leave the named
+-- session open, and the next open would fail with "duplicate connection name",
+-- so such a leftover is closed first. A failure to connect is dblink's, as is:
+-- 08001 with libpq's reason (never the password) in the DETAIL.
+CREATE OR REPLACE FUNCTION datatable_roles.session_open(
+    p_name text, p_dbname text, p_login text, p_password text, p_options text DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.session_close(p_name);
+    PERFORM datatable_roles_dblink.dblink_connect(p_name,
+        datatable_roles.conninfo_for(p_dbname, p_login, p_password)
+        || coalesce(' options=' || datatable_roles.conninfo_value(p_options), ''));
+    RETURN p_name;
+END;
+$$;
+
+-- Runs p_sql in the named session (its own transaction there, or a part of
+-- one the caller began with BEGIN). On any error the session is closed (which
+-- rolls back whatever of it ran there) and the error raised again as is.
+CREATE OR REPLACE FUNCTION datatable_roles.session_exec(p_name text, p_sql text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles_dblink.dblink_exec(p_name, p_sql);
+EXCEPTION WHEN OTHERS THEN
+    PERFORM datatable_roles.session_close(p_name);
+    RAISE;
+END;
+$$;
+
+-- The one text value p_sql returns in the named session (a one-column query;
+-- NULL when it returns no row). On any error the session is closed, as above.
+CREATE OR REPLACE FUNCTION datatable_roles.session_value(p_name text, p_sql text)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    result text;
+BEGIN
+    SELECT v.value INTO result
+    FROM datatable_roles_dblink.dblink(p_name, p_sql) AS v (value text);
+    RETURN result;
+EXCEPTION WHEN OTHERS THEN
+    PERFORM datatable_roles.session_close(p_name);
+    RAISE;
+END;
+$$;
+
+-- A login attempt: NULL when p_login authenticates with p_password and may
+-- connect to p_dbname, else libpq's reason (which never holds the password).
+CREATE OR REPLACE FUNCTION datatable_roles.login_fails(
+    p_dbname text, p_login text, p_password text
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    why text;
+BEGIN
+    PERFORM datatable_roles.session_open('datatable_roles_try', p_dbname, p_login, p_password);
+    PERFORM datatable_roles.session_close('datatable_roles_try');
+    RETURN NULL;
+EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
+    OR invalid_authorization_specification THEN
+    -- dblink puts libpq's reason (never the password) in the DETAIL.
+    GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
+    RETURN coalesce(nullif(btrim(why, E' \n'), ''), SQLERRM);
+END;
+$$;
