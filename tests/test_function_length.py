@@ -10,10 +10,6 @@ import re
 from datatable_roles import sources
 
 LIMIT = 120
-# Functions still over the limit while issue 23's splits land, each with the most lines it may
-# have; the test fails when one of them grows, and when one is split but still listed here.
-KNOWN_OVER = {
-}
 CREATE = re.compile(r"^CREATE (?:OR REPLACE )?(?:FUNCTION|PROCEDURE) ([\w.]+)\s*\(", re.I)
 OPEN = re.compile(r"^AS\s+(\$\w*\$)", re.I)
 
@@ -56,9 +52,6 @@ def test_no_function_is_over_the_limit():
                for name, first, n in function_lengths(path.read_text(encoding="utf-8"))]
     assert len(lengths) > 100, "the counter found too few functions to be reading them right"
     over = sorted(((n, f"{path}:{first} {name}") for path, name, first, n in lengths
-                   if n > KNOWN_OVER.get(name, LIMIT)), reverse=True)
-    still_over = {name for _, name, _, n in lengths if n > LIMIT}
-    assert set(KNOWN_OVER) <= still_over, (
-        f"split, so remove from KNOWN_OVER: {sorted(set(KNOWN_OVER) - still_over)}")
+                   if n > LIMIT), reverse=True)
     assert not over, (f"functions over {LIMIT} lines (split them):\n"
                       + "\n".join(f"  {n:4d}  {where}" for n, where in over))

@@ -42,9 +42,20 @@ CREATE TYPE datatable_roles.decision AS (
 	login text,
 	password text,
 	refused_case text,
-	refused_message text,
-	refused_hint text,
-	steps jsonb
+	refused_reason text,
+	reasons text[],
+	job_workspace text,
+	permissioned_as text,
+	viewer_email text,
+	is_reference boolean,
+	ident_admin boolean,
+	ident_keys text[],
+	default_id bigint,
+	default_enabled boolean,
+	default_tenants text[],
+	default_held boolean,
+	viewer_member boolean,
+	viewer_ids bigint[]
 );
 
 ALTER TYPE datatable_roles.decision OWNER TO dtr_owner;
@@ -268,10 +279,7 @@ BEGIN
     ELSE
         IF p_entry.admin_verifier IS NOT NULL
             AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
-            RAISE EXCEPTION 'the password of admin login % was changed outside the package',
-                quote_literal(p_entry.admin_login)
-                USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'admin_password',
-                      HINT = 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
+            PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
         END IF;
         BEGIN
             PERFORM datatable_roles.session_open('datatable_roles_acl', p_entry.dbname,
@@ -1275,6 +1283,19 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_warning(p_code text, p_message text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.admin_password_refusal(p_label text, p_admin_login text, OUT message text, OUT hint text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN p_label IS NULL
+            THEN format('the password of admin login %s was changed outside the package',
+                quote_literal(p_admin_login))
+            ELSE format('data table %s: the password of its admin login %s was changed outside the package',
+                p_label, p_admin_login) END,
+        'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).'
+$$;
+
+ALTER FUNCTION datatable_roles.admin_password_refusal(p_label text, p_admin_login text, OUT message text, OUT hint text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1490,38 +1511,13 @@ CREATE FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role t
     AS $$
 DECLARE
     h record;
-    label text;
-    found_user record;
-    ident_admin boolean;
-    ident_keys text [];
     candidate record;
-    dflt record;
-    viewer record;               -- username, email, incarnation, ids
-    viewer_name text;
-    viewer_member boolean;       -- NULL: the viewer was not looked up (R10)
-    viewer_keys text [];         -- for the trace
-    viewer_ids bigint [] := '{}'::bigint [];
     is_admin boolean := false;   -- the result is {admin}
     ids bigint [] := '{}'::bigint [];
-    steps jsonb := '[]'::jsonb;
     result datatable_roles.decision;
 BEGIN
-    -- The job, the entry it names (h.entry_id) and the governing entry (h.id),
-    -- and the job identity's own keys as captured at start.
-    SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
-        j.end_user_email,
-        array['*', j.permissioned_as]
-        || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
-        || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
-        d.id AS entry_id, g.id, g.workspace, g.name, g.dbname, g.admin_login, g.admin_password,
-        g.admin_verifier,
-        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL AS is_reference
-    INTO h
-    FROM datatable_roles.job_perms AS j
-    LEFT JOIN datatable_roles.datatable AS d
-        ON d.workspace = j.workspace AND d.name = p_datatable
-    LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
-    WHERE j.job_id = p_job_id;
+    SELECT c.* INTO h FROM datatable_roles.decide_job(p_job_id, p_datatable,
+        p_role IS NOT NULL OR p_for_migration OR p_trace) AS c;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % was never recorded', p_job_id
             USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start when the job starts.';
@@ -1531,179 +1527,53 @@ BEGIN
             quote_literal(left(p_datatable, 80)), quote_literal(h.job_workspace)
             USING ERRCODE = 'no_data_found';
     END IF;
-    label := format('%s/%s', h.job_workspace, p_datatable);
     result.datatable_id := h.id;
     result.dbname := h.dbname;
-
-    -- The job identity counts in the governing workspace: its own memberships
-    -- as captured at start, or, for a data table another workspace governs,
-    -- its current ones there, found by email (none when not a member).
-    -- R2 needs none of it: another workspace's is looked up only when a rule
-    -- (or the trace) reads it.
-    IF h.workspace = h.job_workspace THEN
-        ident_admin := h.is_admin;
-        ident_keys := h.job_keys;
-    ELSIF p_role IS NOT NULL OR p_for_migration OR h.default_role <> 'admin' OR p_trace THEN
-        SELECT m.* INTO found_user
-        FROM datatable_roles.directory_member_by_email(h.workspace, h.email) AS m;
-        ident_admin := FOUND AND found_user.is_admin;
-        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(h.workspace,
-            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
-    END IF;
-    IF p_trace THEN
-        steps := steps || jsonb_build_object(
-            'step', 'identity', 'permissioned_as', h.permissioned_as,
-            'governing', format('%s/%s', h.workspace, h.name), 'reference', h.is_reference,
-            'workspace_admin', ident_admin, 'keys', to_jsonb(ident_keys),
-            'memberships', CASE WHEN h.workspace = h.job_workspace THEN 'captured at job start'
-                ELSE 'current, in the governing workspace' END);
-    END IF;
+    result.job_workspace := h.job_workspace;
+    result.permissioned_as := h.permissioned_as;
+    result.viewer_email := h.end_user_email;
+    result.is_reference := h.is_reference;
+    result.ident_admin := h.ident_admin;
+    result.ident_keys := h.ident_keys;
 
     IF p_role IS NOT NULL THEN
         -- R1 (and R8 when a migration names a role): exactly {R}.
-        result.refused_case := 'R1';
+        result.reasons := '{R1}';
         IF p_role = 'admin' THEN
-            IF datatable_roles.may_use(ident_admin, ident_keys, h.admin_tenants) THEN
-                result.refused_case := NULL;
-                is_admin := true;
-            ELSE
-                result.refused_message := format(
-                    'data table %s: role admin was named, and the job identity %s may not use it',
-                    label, h.permissioned_as);
-                result.refused_hint := 'Name a role the identity is a tenant of, or add the identity to the tenants of admin.';
-            END IF;
+            is_admin := datatable_roles.may_use(result.ident_admin, result.ident_keys, h.admin_tenants);
+            result.refused_reason := CASE WHEN is_admin THEN NULL ELSE 'admin_not_tenant' END;
         ELSE
-            SELECT r.id, r.name, r.enabled, m.tenants, m.role_id IS NOT NULL AS mapped
-            INTO candidate
+            SELECT r.id, r.enabled, m.tenants, m.role_id IS NOT NULL AS mapped INTO candidate
             FROM datatable_roles.catalog_role AS r
-            LEFT JOIN datatable_roles.datatable_role AS m
-                ON m.role_id = r.id AND m.datatable_id = h.id
+            LEFT JOIN datatable_roles.datatable_role AS m ON m.role_id = r.id AND m.datatable_id = h.id
             WHERE r.name = p_role;
-            IF NOT FOUND OR NOT candidate.mapped THEN
-                result.refused_message := format(
-                    'data table %s: role %s was named, and it is not in the data table''s role map',
-                    label, quote_literal(left(p_role, 80)));
-                result.refused_hint := coalesce('Did you mean ' || quote_literal(
-                        datatable_roles.nearest_name(p_role, ARRAY(
-                            SELECT r.name FROM datatable_roles.datatable_role AS m
-                            JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                            WHERE m.datatable_id = h.id) || 'admin'::text)) || '? ', '')
-                    || 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
-            ELSIF NOT candidate.enabled THEN
-                result.refused_message := format(
-                    'data table %s: role %s was named, and it is disabled', label,
-                    quote_literal(candidate.name));
-                result.refused_hint := 'Enable the role, or name another one.';
-            ELSIF NOT datatable_roles.may_use(ident_admin, ident_keys, candidate.tenants) THEN
-                result.refused_message := format(
-                    'data table %s: role %s was named, and the job identity %s is not a tenant of it',
-                    label, quote_literal(candidate.name), h.permissioned_as);
-                result.refused_hint := 'Add the identity (or one of its groups or folders) to the role''s tenants, or name a role it may use.';
-            ELSE
-                result.refused_case := NULL;
-                ids := array[candidate.id];
-            END IF;
+            result.refused_reason := CASE WHEN candidate.id IS NULL OR NOT candidate.mapped THEN 'not_in_map'
+                WHEN NOT candidate.enabled THEN 'disabled'
+                WHEN NOT datatable_roles.may_use(result.ident_admin, result.ident_keys, candidate.tenants)
+                    THEN 'not_tenant' END;
+            ids := array[candidate.id];
         END IF;
-        IF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'named role', 'rule', 'R1', 'role', p_role,
-                'usable', result.refused_case IS NULL);
-        END IF;
+        result.refused_case := CASE WHEN result.refused_reason IS NOT NULL THEN 'R1' END;
     ELSIF p_for_migration THEN
         -- R8: a migration naming no role runs as admin, when admin may serve.
-        IF h.default_role = 'admin' OR datatable_roles.may_use(ident_admin, ident_keys, h.admin_tenants) THEN
-            is_admin := true;
-        ELSE
-            result.refused_case := 'R8';
-            result.refused_message := format(
-                'data table %s: a migration naming no role runs as admin, and the job identity %s may not use admin',
-                label, h.permissioned_as);
-            result.refused_hint := 'Name a role in the migration, or add the identity to the tenants of admin.';
-        END IF;
-        IF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'migration', 'rule', 'R8', 'admin', is_admin);
-        END IF;
+        result.reasons := '{R8}';
+        is_admin := h.default_role = 'admin'
+            OR datatable_roles.may_use(result.ident_admin, result.ident_keys, h.admin_tenants);
+        result.refused_case := CASE WHEN NOT coalesce(is_admin, false) THEN 'R8' END;
     ELSIF h.default_role = 'admin' THEN
-        -- R2: exactly as before viewer roles: no tenant check, no viewer lookup.
+        -- R2, as unnamed_of gives it, without starting that statement's plan
+        -- (the hot path).
+        result.reasons := '{R2}';
         is_admin := true;
-        IF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R2', 'default', 'admin',
-                'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup');
-        END IF;
     ELSE
-        -- R3/R4, with R9 and R10 (default_of, viewer_roles_of).
-        SELECT d.* INTO dflt
-        FROM datatable_roles.default_of(h.id, h.default_role, ident_admin, ident_keys) AS d;
-        IF dflt.held THEN
-            ids := array[dflt.id];
-        END IF;
-        IF p_trace AND h.default_role <> datatable_roles.no_default() THEN
-            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R3',
-                'default', h.default_role, 'gives', CASE WHEN dflt.held THEN h.default_role END,
-                'why', CASE
-                    WHEN dflt.id IS NULL THEN 'the default is not in the role map'
-                    WHEN NOT dflt.enabled THEN 'the default role is disabled'
-                    WHEN ident_admin THEN 'the job identity is a workspace admin'
-                    WHEN dflt.held THEN 'the identity is named by ' || array_to_string(
-                        ARRAY(SELECT unnest(dflt.tenants) INTERSECT SELECT unnest(ident_keys) ORDER BY 1), ', ')
-                    ELSE 'the job identity is not a tenant of the default role' END);
-        ELSIF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'default', 'rule', 'R4', 'default', NULL,
-                'gives', NULL, 'why', 'the data table has no default role');
-        END IF;
-
-        IF dflt.viewer_may_add THEN
-            SELECT v.* INTO viewer
-            FROM datatable_roles.viewer_roles_of(h.id, h.workspace, h.end_user_email) AS v;
-            viewer_name := viewer.username;
-            viewer_ids := viewer.ids;
-            viewer_member := viewer_name IS NOT NULL;
-            ids := ids || viewer_ids;
-            IF p_trace THEN
-                IF viewer_member THEN
-                    viewer_keys := datatable_roles.member_keys(
-                        h.workspace, viewer_name, viewer.email, viewer.incarnation);
-                END IF;
-                steps := steps || jsonb_build_object('step', 'viewer', 'rule',
-                    CASE WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END,
-                    'viewer', h.end_user_email,
-                    'member', viewer_member,
-                    'why', CASE
-                        WHEN h.end_user_email IS NULL THEN 'no viewer was recorded for this job'
-                        WHEN NOT viewer_member THEN 'the viewer is not a member of the governing workspace (or is disabled, or shares the email with another member)'
-                        ELSE 'tenant lists naming the viewer' END,
-                    'roles', coalesce((
-                        SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
-                            SELECT unnest(m.tenants) INTERSECT SELECT unnest(viewer_keys) ORDER BY 1)))
-                            ORDER BY r.name)
-                        FROM datatable_roles.datatable_role AS m
-                        JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
-                        WHERE m.datatable_id = h.id AND m.role_id = ANY(viewer_ids)), '[]'));
-            END IF;
-        ELSIF p_trace THEN
-            steps := steps || jsonb_build_object('step', 'viewer', 'rule', 'R10',
-                'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up');
-        END IF;
-
-        IF ids = '{}' THEN
-            -- R5: never an empty or read-nothing login.
-            result.refused_case := 'R5';
-            result.refused_message := format(
-                'data table %s: no role remains for this connection (%s; %s)', label,
-                CASE WHEN h.default_role = datatable_roles.no_default() THEN 'there is no default role'
-                    WHEN NOT dflt.enabled
-                        THEN format('the default role %s is disabled', quote_literal(h.default_role))
-                    ELSE format('the job identity %s may not use the default role %s',
-                        h.permissioned_as, quote_literal(h.default_role)) END,
-                CASE WHEN h.end_user_email IS NULL THEN 'no viewer was recorded'
-                    WHEN NOT coalesce(viewer_member, false) AND EXISTS (
-                        SELECT FROM datatable_roles.directory_member_by_email(
-                            h.workspace, h.end_user_email))
-                        THEN 'no role of the map names anyone'
-                    WHEN NOT coalesce(viewer_member, false)
-                        THEN 'the viewer is not a member of the governing workspace'
-                    ELSE 'the viewer is a tenant of no role' END);
-            result.refused_hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
-        END IF;
+        -- R3/R4 with R9 and R10; R5: never an empty or read-nothing login.
+        SELECT u.rules, u.default_id, u.default_enabled, u.default_tenants, u.default_held,
+            u.viewer_member, u.viewer_ids, u.held_ids || u.viewer_ids,
+            CASE WHEN 'R5' = ANY(u.rules) THEN 'R5' END
+        INTO result.reasons, result.default_id, result.default_enabled, result.default_tenants,
+            result.default_held, result.viewer_member, result.viewer_ids, ids, result.refused_case
+        FROM datatable_roles.unnamed_of(h.id, h.workspace, h.default_role, result.ident_admin,
+            result.ident_keys, h.end_user_email) AS u;
     END IF;
 
     -- R6/R7: the login that holds exactly the result.
@@ -1712,10 +1582,6 @@ BEGIN
             AND NOT datatable_roles.verifier_is(h.admin_login, h.admin_verifier) THEN
             -- Never hand out a password known not to work.
             result.refused_case := 'admin_password';
-            result.refused_message := format(
-                'data table %s: the password of its admin login %s was changed outside the package',
-                label, h.admin_login);
-            result.refused_hint := 'Give the package the admin login''s password again: set_datatable_admin_password(workspace, name, admin_password).';
         ELSIF is_admin THEN
             result.role_ids := '{}';
             result.role_names := '{admin}';
@@ -1729,14 +1595,43 @@ BEGIN
             CROSS JOIN LATERAL datatable_roles.login_of_roles(h.dbname, s.ids) AS l;
         END IF;
     END IF;
-    IF p_trace THEN
-        result.steps := steps;
-    END IF;
     RETURN result;
 END;
 $$;
 
 ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) RETURNS TABLE(job_workspace text, permissioned_as text, end_user_email text, entry_id bigint, id bigint, workspace text, dbname text, admin_login text, admin_password text, admin_verifier text, default_role text, admin_tenants text[], is_reference boolean, ident_admin boolean, ident_keys text[])
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT h.job_workspace, h.permissioned_as, h.end_user_email, h.entry_id, h.id, h.workspace,
+        h.dbname, h.admin_login, h.admin_password, h.admin_verifier, h.default_role,
+        h.admin_tenants, h.is_reference, i.is_admin, i.keys
+    FROM (
+        SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
+            j.end_user_email, array['*', j.permissioned_as]
+            || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
+            || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
+            d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
+            g.admin_verifier, g.default_role, g.admin_tenants,
+            d.governing_id IS NOT NULL AS is_reference
+        FROM datatable_roles.job_perms AS j
+        LEFT JOIN datatable_roles.datatable AS d
+            ON d.workspace = j.workspace AND d.name = p_datatable
+        LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
+        WHERE j.job_id = p_job_id
+        OFFSET 0
+    ) AS h
+    LEFT JOIN LATERAL (
+        SELECT f.is_admin, f.keys
+        FROM datatable_roles.identity_in(h.workspace, h.job_workspace, h.is_admin, h.job_keys,
+            h.email) AS f
+        WHERE h.workspace = h.job_workspace OR p_identity OR h.default_role <> 'admin'
+        OFFSET 0  -- kept apart, so that the gate spares the lookup
+    ) AS i ON true
+$$;
+
+ALTER FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) RETURNS TABLE(id bigint, name text, enabled boolean, tenants text[], held boolean, viewer_may_add boolean)
     LANGUAGE sql STABLE
@@ -2006,6 +1901,79 @@ $$;
 
 ALTER FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.explain_steps(d datatable_roles.decision, p_role text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    g datatable_roles.datatable;
+    steps jsonb;
+    code text;
+BEGIN
+    SELECT e.* INTO g FROM datatable_roles.datatable AS e WHERE e.id = d.datatable_id;
+    steps := jsonb_build_array(jsonb_build_object(
+        'step', 'identity', 'permissioned_as', d.permissioned_as,
+        'governing', format('%s/%s', g.workspace, g.name), 'reference', d.is_reference,
+        'workspace_admin', d.ident_admin, 'keys', to_jsonb(d.ident_keys),
+        'memberships', CASE WHEN g.workspace = d.job_workspace THEN 'captured at job start'
+            ELSE 'current, in the governing workspace' END));
+    FOREACH code IN ARRAY d.reasons LOOP
+        steps := steps || CASE code
+            WHEN 'R1' THEN jsonb_build_object('step', 'named role', 'rule', 'R1', 'role', p_role,
+                'usable', d.refused_case IS DISTINCT FROM 'R1')
+            WHEN 'R8' THEN jsonb_build_object('step', 'migration', 'rule', 'R8',
+                'admin', d.refused_case IS DISTINCT FROM 'R8')
+            WHEN 'R2' THEN jsonb_build_object('step', 'default', 'rule', 'R2', 'default', 'admin',
+                'gives', 'admin', 'why', 'a default of admin is used as is: no tenant check, no viewer lookup')
+            WHEN 'R3' THEN jsonb_build_object('step', 'default', 'rule', 'R3',
+                'default', g.default_role, 'gives', CASE WHEN d.default_held THEN g.default_role END,
+                'why', CASE
+                    WHEN d.default_id IS NULL THEN 'the default is not in the role map'
+                    WHEN NOT d.default_enabled THEN 'the default role is disabled'
+                    WHEN d.ident_admin THEN 'the job identity is a workspace admin'
+                    WHEN d.default_held THEN 'the identity is named by ' || array_to_string(ARRAY(
+                        SELECT unnest(d.default_tenants) INTERSECT SELECT unnest(d.ident_keys) ORDER BY 1), ', ')
+                    ELSE 'the job identity is not a tenant of the default role' END)
+            WHEN 'R4' THEN jsonb_build_object('step', 'default', 'rule', 'R4', 'default', NULL,
+                'gives', NULL, 'why', 'the data table has no default role')
+            WHEN 'R10' THEN jsonb_build_object('step', 'viewer', 'rule', 'R10',
+                'why', 'no viewer could add a role here (only the default and admin have tenants): the viewer is not looked up')
+            WHEN 'R3/R4' THEN datatable_roles.explain_viewer(d, g)
+            WHEN 'R9' THEN datatable_roles.explain_viewer(d, g)
+            ELSE '[]'::jsonb END;
+    END LOOP;
+    RETURN steps;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.explain_steps(d datatable_roles.decision, p_role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.explain_viewer(d datatable_roles.decision, g datatable_roles.datatable) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object('step', 'viewer', 'rule', CASE WHEN d.viewer_member THEN 'R3/R4' ELSE 'R9' END,
+        'viewer', d.viewer_email, 'member', d.viewer_member,
+        'why', CASE
+            WHEN d.viewer_email IS NULL THEN 'no viewer was recorded for this job'
+            WHEN NOT d.viewer_member THEN 'the viewer is not a member of the governing workspace (or is disabled, or shares the email with another member)'
+            ELSE 'tenant lists naming the viewer' END,
+        'roles', coalesce((
+            SELECT jsonb_agg(jsonb_build_object('role', r.name, 'named_by', to_jsonb(ARRAY(
+                SELECT unnest(m.tenants) INTERSECT SELECT unnest(k.keys) ORDER BY 1)))
+                ORDER BY r.name)
+            FROM datatable_roles.datatable_role AS m
+            JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+            WHERE m.datatable_id = g.id AND m.role_id = ANY(d.viewer_ids)), '[]'))
+    FROM (
+        SELECT CASE WHEN d.viewer_member THEN (
+            SELECT datatable_roles.member_keys(g.workspace, v.username, v.email, v.incarnation)
+            FROM datatable_roles.directory_member_by_email(g.workspace, d.viewer_email) AS v
+        ) END AS keys
+    ) AS k
+$$;
+
+ALTER FUNCTION datatable_roles.explain_viewer(d datatable_roles.decision, g datatable_roles.datatable) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.fault_point(p_point text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2132,6 +2100,22 @@ $$;
 
 ALTER FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.identity_in(p_workspace text, p_own_workspace text, p_own_admin boolean, p_own_keys text[], p_email text) RETURNS TABLE(is_admin boolean, keys text[])
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT p_own_admin, p_own_keys
+    WHERE p_workspace = p_own_workspace
+    UNION ALL
+    SELECT m.username IS NOT NULL AND m.is_admin,
+        CASE WHEN m.username IS NULL THEN '{}'::text [] ELSE datatable_roles.member_keys(
+            p_workspace, m.username, m.email, m.incarnation) END
+    FROM (SELECT) AS one
+    LEFT JOIN datatable_roles.directory_member_by_email(p_workspace, p_email) AS m ON true
+    WHERE p_workspace <> p_own_workspace
+$$;
+
+ALTER FUNCTION datatable_roles.identity_in(p_workspace text, p_own_workspace text, p_own_admin boolean, p_own_keys text[], p_email text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) RETURNS SETOF boolean
     LANGUAGE sql STABLE ROWS 1
     AS $$
@@ -2147,6 +2131,70 @@ CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time 
 $$;
 
 ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    viewer text;
+    parent datatable_roles.job_perms;
+BEGIN
+    IF p_origin NOT IN ('app', 'run', 'preview', 'job_token', 'schedule', 'trigger', 'agent_tool') THEN
+        RAISE EXCEPTION 'invalid origin %', quote_literal(left(p_origin, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use app, run, preview, job_token, schedule, trigger or agent_tool.';
+    END IF;
+    IF p_token_job_id IS NOT NULL AND p_origin <> 'job_token' THEN
+        RAISE EXCEPTION 'token_job_id is only for origin job_token'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_caller_email IS NOT NULL
+        AND p_origin NOT IN ('app', 'run', 'preview') THEN
+        RAISE EXCEPTION 'a % job has no caller: caller_email must be NULL', p_origin
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    CASE p_origin
+        WHEN 'app' THEN
+            IF p_caller_email IS NOT NULL THEN
+                PERFORM datatable_roles.check_email(p_caller_email);
+            END IF;
+            viewer := p_caller_email;
+        WHEN 'run', 'preview' THEN
+            PERFORM datatable_roles.check_email(p_caller_email);
+            viewer := p_caller_email;
+        WHEN 'job_token' THEN
+            PERFORM datatable_roles.require(p_token_job_id, 'token_job_id');
+            SELECT p.* INTO parent FROM datatable_roles.job_perms AS p
+            WHERE p.job_id = p_token_job_id;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'job % behind the token was never recorded', p_token_job_id
+                    USING ERRCODE = 'no_data_found';
+            END IF;
+            IF parent.workspace <> p_workspace THEN
+                RAISE EXCEPTION 'job % behind the token belongs to another workspace', p_token_job_id
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            viewer := parent.end_user_email;
+        ELSE
+            viewer := NULL;
+    END CASE;
+
+    IF viewer IS NOT NULL AND NOT EXISTS (
+        SELECT FROM datatable_roles.directory_member_by_email(p_workspace, viewer)
+    ) THEN
+        -- Recorded as given (the viewer of a data table another workspace
+        -- governs is looked up there); explain would show it only later.
+        RAISE NOTICE 'the viewer % is not a member of workspace %: viewer roles of its data tables will not apply',
+            quote_literal(left(viewer, 80)), quote_literal(p_workspace)
+            USING HINT = 'A viewer is found by email (any case); a disabled member, or an email two members share, names no one.';
+    END IF;
+    RETURN viewer;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.key_names_member(p_workspace text, p_key text, p_username text, p_email text, p_incarnation text) RETURNS SETOF boolean
     LANGUAGE sql STABLE ROWS 1
@@ -2572,6 +2620,86 @@ $$;
 
 ALTER FUNCTION datatable_roles.preview_note(p_note jsonb) OWNER TO dtr_owner;
 
+CREATE TABLE datatable_roles.catalog_role (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE datatable_roles.catalog_role OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.preview_report(p_kind text, p_target datatable_roles.catalog_role, p_entry datatable_roles.datatable, p_notes jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    report jsonb;
+BEGIN
+    report := jsonb_build_object('change', p_kind, 'role', p_target.name);
+    IF p_kind = 'remove' THEN
+        report := report || jsonb_build_object('workspace', p_entry.workspace,
+            'datatable', p_entry.name);
+    END IF;
+
+    -- The data tables: the one a removal edits; every map holding the role for
+    -- a disable or a drop; none for a retirement, which edits no map.
+    report := report || jsonb_build_object('datatables', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
+            'default', d.default_role = p_target.name,
+            'references', to_jsonb(ARRAY(
+                SELECT x.workspace || '/' || x.name FROM datatable_roles.datatable AS x
+                WHERE x.governing_id = d.id ORDER BY 1)))
+            ORDER BY d.workspace, d.name)
+        FROM datatable_roles.datatable AS d
+        JOIN datatable_roles.datatable_role AS m ON m.datatable_id = d.id AND m.role_id = p_target.id
+        WHERE p_kind IN ('disable', 'drop') OR p_kind = 'remove' AND d.id = p_entry.id), '[]'));
+
+    -- The logins the change retires, in its order, each with its sessions.
+    report := report || jsonb_build_object('logins', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+            'login', n.note ->> 'retires', 'dbname', s.dbname,
+            'roles', to_jsonb(ARRAY(
+                SELECT coalesce(r.name, '#' || u.role_id || ' (dropped)')
+                FROM unnest(s.role_ids) AS u (role_id)
+                LEFT JOIN datatable_roles.catalog_role AS r ON r.id = u.role_id
+                ORDER BY coalesce(r.name, '#' || u.role_id || ' (dropped)') COLLATE "C")),
+            'live', (n.note ->> 'live')::boolean,
+            'pids', coalesce((
+                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
+                FROM jsonb_array_elements(p_notes) AS e (note)
+                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
+                WHERE e.note ->> 'sessions_of' = n.note ->> 'retires'), '[]'))
+            ORDER BY n.i)
+        FROM jsonb_array_elements(p_notes) WITH ORDINALITY AS n (note, i)
+        LEFT JOIN datatable_roles.datatable_role_set AS s ON s.login = n.note ->> 'retires'
+        WHERE n.note ? 'retires'), '[]'));
+    report := report || jsonb_build_object('retired', (
+        SELECT count(*) FROM jsonb_array_elements(report -> 'logins') AS l (login)
+        WHERE (l.login ->> 'live')::boolean));
+    IF p_kind = 'drop' THEN
+        report := report || jsonb_build_object(
+            'role_sessions', coalesce((
+                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
+                FROM jsonb_array_elements(p_notes) AS e (note)
+                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
+                WHERE e.note ->> 'sessions_of' = p_target.name), '[]'),
+            'objects_in', coalesce((
+                SELECT jsonb_agg(jsonb_build_object('dbname', h.datname, 'moved_to', h.admin_login)
+                    ORDER BY h.datname)
+                FROM datatable_roles.databases_holding(p_target.name) AS h), '[]'));
+    END IF;
+    RETURN report || jsonb_build_object('sessions', (
+        SELECT jsonb_build_object('count', count(*),
+            'pids', coalesce(jsonb_agg(p.pid ORDER BY p.pid::integer), '[]'))
+        FROM jsonb_array_elements(p_notes) AS e (note)
+        CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)));
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.preview_report(p_kind text, p_target datatable_roles.catalog_role, p_entry datatable_roles.datatable, p_notes jsonb) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.previewing() RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
@@ -2609,6 +2737,102 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.refusal_of(d datatable_roles.decision, p_datatable text, p_role text, OUT message text, OUT hint text) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    g datatable_roles.datatable;
+    label text := format('%s/%s', d.job_workspace, p_datatable);
+BEGIN
+    SELECT e.* INTO g FROM datatable_roles.datatable AS e WHERE e.id = d.datatable_id;
+    CASE coalesce(d.refused_reason, d.refused_case)
+    WHEN 'admin_not_tenant' THEN
+        message := format('data table %s: role admin was named, and the job identity %s may not use it',
+            label, d.permissioned_as);
+        hint := 'Name a role the identity is a tenant of, or add the identity to the tenants of admin.';
+    WHEN 'not_in_map' THEN
+        message := format('data table %s: role %s was named, and it is not in the data table''s role map',
+            label, quote_literal(left(p_role, 80)));
+        hint := coalesce('Did you mean ' || quote_literal(datatable_roles.nearest_name(p_role, ARRAY(
+                SELECT r.name FROM datatable_roles.datatable_role AS m
+                JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
+                WHERE m.datatable_id = g.id) || 'admin'::text)) || '? ', '')
+            || 'Name a role of the map, or add the role to the map with set_datatable_role_tenants.';
+    WHEN 'disabled' THEN
+        message := format('data table %s: role %s was named, and it is disabled', label,
+            quote_literal(p_role));
+        hint := 'Enable the role, or name another one.';
+    WHEN 'not_tenant' THEN
+        message := format('data table %s: role %s was named, and the job identity %s is not a tenant of it',
+            label, quote_literal(p_role), d.permissioned_as);
+        hint := 'Add the identity (or one of its groups or folders) to the role''s tenants, or name a role it may use.';
+    WHEN 'R8' THEN
+        message := format('data table %s: a migration naming no role runs as admin, and the job identity %s may not use admin',
+            label, d.permissioned_as);
+        hint := 'Name a role in the migration, or add the identity to the tenants of admin.';
+    WHEN 'R5' THEN
+        message := format('data table %s: no role remains for this connection (%s; %s)', label,
+            CASE WHEN g.default_role = datatable_roles.no_default() THEN 'there is no default role'
+                WHEN NOT d.default_enabled
+                    THEN format('the default role %s is disabled', quote_literal(g.default_role))
+                ELSE format('the job identity %s may not use the default role %s',
+                    d.permissioned_as, quote_literal(g.default_role)) END,
+            CASE WHEN d.viewer_email IS NULL THEN 'no viewer was recorded'
+                WHEN NOT coalesce(d.viewer_member, false) AND EXISTS (
+                    SELECT FROM datatable_roles.directory_member_by_email(g.workspace, d.viewer_email))
+                    THEN 'no role of the map names anyone'
+                WHEN NOT coalesce(d.viewer_member, false)
+                    THEN 'the viewer is not a member of the governing workspace'
+                ELSE 'the viewer is a tenant of no role' END);
+        hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
+    WHEN 'admin_password' THEN
+        SELECT a.message, a.hint INTO message, hint
+        FROM datatable_roles.admin_password_refusal(label, g.admin_login) AS a;
+    END CASE;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.refusal_of(d datatable_roles.decision, p_datatable text, p_role text, OUT message text, OUT hint text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_datatable text, p_role text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    IF d.refused_case = 'admin_password' THEN
+        PERFORM datatable_roles.refuse_admin_password(format('%s/%s', d.job_workspace, p_datatable),
+            (SELECT g.admin_login FROM datatable_roles.datatable AS g WHERE g.id = d.datatable_id));
+    END IF;
+    SELECT f.message, f.hint INTO r FROM datatable_roles.refusal_of(d, p_datatable, p_role) AS f;
+    RAISE EXCEPTION '%', r.message
+        USING ERRCODE = 'insufficient_privilege', HINT = r.hint,
+              DETAIL = format('refused by rule %s', d.refused_case),
+              CONSTRAINT = d.refused_case;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_datatable text, p_role text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    SELECT a.message, a.hint INTO r
+    FROM datatable_roles.admin_password_refusal(p_label, p_admin_login) AS a;
+    RAISE EXCEPTION '%', r.message
+        USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'admin_password',
+              HINT = r.hint;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.renew_link_login() RETURNS text
     LANGUAGE plpgsql
@@ -2737,15 +2961,6 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.require_own_directory() OWNER TO dtr_owner;
-
-CREATE TABLE datatable_roles.catalog_role (
-    id bigint NOT NULL,
-    name text NOT NULL,
-    enabled boolean DEFAULT true NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
-ALTER TABLE datatable_roles.catalog_role OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.require_role(p_name text) RETURNS datatable_roles.catalog_role
     LANGUAGE plpgsql STABLE
@@ -3620,6 +3835,113 @@ $$;
 
 ALTER FUNCTION datatable_roles.sync_users(p_workspace text, p_users jsonb, OUT taken jsonb, OUT rejected jsonb, OUT added integer, OUT updated integer, OUT removed integer) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.take_admin_login(p_dbname text, p_admin_login text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    db_owner oid;
+    problem text;
+BEGIN
+    SELECT pd.datdba INTO db_owner FROM pg_database AS pd WHERE pd.datname = p_dbname;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'database % does not exist', quote_literal(left(p_dbname, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_admin_login) THEN
+        RAISE EXCEPTION 'admin login % does not exist', quote_literal(left(p_admin_login, 80))
+            USING ERRCODE = 'no_data_found';
+    END IF;
+    IF db_owner <> (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_admin_login) THEN
+        RAISE EXCEPTION 'database % is not owned by admin login %',
+            quote_literal(p_dbname), quote_literal(p_admin_login)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The admin login is handed to jobs (R2): it must not be, or reach, the
+    -- package owner, nor hold cluster-wide powers, nor own the metadata
+    -- database. The refusal names what is wrong.
+    IF p_dbname = current_database() THEN
+        RAISE EXCEPTION 'database % is the metadata database: it cannot be a data table',
+            quote_literal(p_dbname)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Give the data table a database of its own.';
+    END IF;
+    SELECT array_to_string(ARRAY(
+        SELECT a FROM unnest(array[
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
+            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
+            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
+            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
+            CASE WHEN pg_has_role(pr.oid, current_user, 'MEMBER')
+                THEN format('member of the package owner %s', current_user) END
+        ]) AS a WHERE a IS NOT NULL), ', ')
+    INTO problem
+    FROM pg_roles AS pr WHERE pr.rolname = p_admin_login;
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login % may not be the admin login of a data table: it has %',
+            quote_literal(p_admin_login), problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
+    END IF;
+    IF NOT pg_has_role(current_user, p_admin_login, 'USAGE') THEN
+        RAISE EXCEPTION 'the package owner % is not a member of admin login %',
+            current_user, quote_literal(p_admin_login)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('As a superuser: GRANT %I TO %I%s;', p_admin_login, current_user,
+                      CASE WHEN datatable_roles.pg16_or_later() THEN ' WITH ADMIN OPTION' ELSE '' END);
+    END IF;
+    -- The link login moves objects to the admin login (REASSIGN OWNED needs
+    -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
+    IF NOT datatable_roles.link_holds(p_admin_login) THEN
+        IF datatable_roles.pg16_or_later()
+            AND NOT pg_has_role(current_user, p_admin_login, 'USAGE WITH ADMIN OPTION') THEN
+            RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',
+                current_user, quote_literal(p_admin_login)
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = format('PostgreSQL 16 and later: as a superuser, GRANT %I TO %I WITH ADMIN OPTION;',
+                          p_admin_login, current_user);
+        END IF;
+        EXECUTE format('GRANT %I TO %I', p_admin_login, datatable_roles.link_login());
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.take_admin_login(p_dbname text, p_admin_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) RETURNS record
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    dflt record;
+BEGIN
+    held_ids := '{}';
+    viewer_ids := '{}';
+    IF p_default_role = 'admin' THEN
+        rules := '{R2}';
+        RETURN;
+    END IF;
+    SELECT d.* INTO dflt
+    FROM datatable_roles.default_of(p_datatable_id, p_default_role, p_ident_admin, p_ident_keys) AS d;
+    default_id := dflt.id;
+    default_enabled := dflt.enabled;
+    default_tenants := dflt.tenants;
+    default_held := dflt.held;
+    IF dflt.held THEN
+        held_ids := array[dflt.id];
+    END IF;
+    IF dflt.viewer_may_add THEN
+        SELECT v.username IS NOT NULL, v.ids INTO viewer_member, viewer_ids
+        FROM datatable_roles.viewer_roles_of(p_datatable_id, p_workspace, p_viewer_email) AS v;
+    END IF;
+    rules := array[CASE WHEN p_default_role = datatable_roles.no_default() THEN 'R4' ELSE 'R3' END,
+            CASE WHEN viewer_member IS NULL THEN 'R10' WHEN viewer_member THEN 'R3/R4' ELSE 'R9' END]
+        || CASE WHEN held_ids || viewer_ids = '{}' THEN '{R5}'::text [] ELSE '{}' END;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text, password text)
     LANGUAGE sql STABLE
     AS $$
@@ -4004,21 +4326,27 @@ CREATE FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role 
     AS $$
 DECLARE
     d datatable_roles.decision;
+    r record;
 BEGIN
     PERFORM datatable_roles.require(explain_datatable_role.job_id, 'job_id');
     PERFORM datatable_roles.require(explain_datatable_role.datatable, 'datatable');
     d := datatable_roles.decide(explain_datatable_role.job_id, explain_datatable_role.datatable,
         explain_datatable_role.role, false, true);
     IF d.refused_case IS NOT NULL THEN
+        SELECT f.message, f.hint INTO r
+        FROM datatable_roles.refusal_of(d, explain_datatable_role.datatable,
+            explain_datatable_role.role) AS f;
         RETURN jsonb_build_object(
             'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
-            'role', explain_datatable_role.role, 'steps', d.steps,
-            'refused', jsonb_build_object('rule', d.refused_case, 'message', d.refused_message,
-                'hint', d.refused_hint));
+            'role', explain_datatable_role.role,
+            'steps', datatable_roles.explain_steps(d, explain_datatable_role.role),
+            'refused', jsonb_build_object('rule', d.refused_case, 'message', r.message,
+                'hint', r.hint));
     END IF;
     RETURN jsonb_build_object(
         'job_id', explain_datatable_role.job_id, 'datatable', explain_datatable_role.datatable,
-        'role', explain_datatable_role.role, 'steps', d.steps,
+        'role', explain_datatable_role.role,
+        'steps', datatable_roles.explain_steps(d, explain_datatable_role.role),
         'dbname', d.dbname, 'roles', to_jsonb(d.role_names), 'login', d.login,
         'login_kind', d.login_kind,
         'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = d.login));
@@ -4080,7 +4408,6 @@ DECLARE
     target datatable_roles.catalog_role;
     entry datatable_roles.datatable;
     notes jsonb;
-    report jsonb;
 BEGIN
     PERFORM datatable_roles.require(kind, 'change');
     PERFORM datatable_roles.require(role_name, 'role');
@@ -4126,65 +4453,7 @@ BEGIN
         entry := datatable_roles.require_governing_datatable(
             preview_datatable_role_change.workspace, preview_datatable_role_change.datatable);
     END IF;
-    report := jsonb_build_object('change', kind, 'role', target.name);
-    IF kind = 'remove' THEN
-        report := report || jsonb_build_object('workspace', entry.workspace,
-            'datatable', entry.name);
-    END IF;
-
-    -- The data tables: the one a removal edits; every map holding the role for
-    -- a disable or a drop; none for a retirement, which edits no map.
-    report := report || jsonb_build_object('datatables', coalesce((
-        SELECT jsonb_agg(jsonb_build_object(
-            'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
-            'default', d.default_role = target.name,
-            'references', to_jsonb(ARRAY(
-                SELECT x.workspace || '/' || x.name FROM datatable_roles.datatable AS x
-                WHERE x.governing_id = d.id ORDER BY 1)))
-            ORDER BY d.workspace, d.name)
-        FROM datatable_roles.datatable AS d
-        JOIN datatable_roles.datatable_role AS m ON m.datatable_id = d.id AND m.role_id = target.id
-        WHERE kind IN ('disable', 'drop') OR kind = 'remove' AND d.id = entry.id), '[]'));
-
-    -- The logins the change retires, in its order, each with its sessions.
-    report := report || jsonb_build_object('logins', coalesce((
-        SELECT jsonb_agg(jsonb_build_object(
-            'login', n.note ->> 'retires', 'dbname', s.dbname,
-            'roles', to_jsonb(ARRAY(
-                SELECT coalesce(r.name, '#' || u.role_id || ' (dropped)')
-                FROM unnest(s.role_ids) AS u (role_id)
-                LEFT JOIN datatable_roles.catalog_role AS r ON r.id = u.role_id
-                ORDER BY coalesce(r.name, '#' || u.role_id || ' (dropped)') COLLATE "C")),
-            'live', (n.note ->> 'live')::boolean,
-            'pids', coalesce((
-                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
-                FROM jsonb_array_elements(notes) AS e (note)
-                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
-                WHERE e.note ->> 'sessions_of' = n.note ->> 'retires'), '[]'))
-            ORDER BY n.i)
-        FROM jsonb_array_elements(notes) WITH ORDINALITY AS n (note, i)
-        LEFT JOIN datatable_roles.datatable_role_set AS s ON s.login = n.note ->> 'retires'
-        WHERE n.note ? 'retires'), '[]'));
-    report := report || jsonb_build_object('retired', (
-        SELECT count(*) FROM jsonb_array_elements(report -> 'logins') AS l (login)
-        WHERE (l.login ->> 'live')::boolean));
-    IF kind = 'drop' THEN
-        report := report || jsonb_build_object(
-            'role_sessions', coalesce((
-                SELECT jsonb_agg(p.pid ORDER BY p.pid::integer)
-                FROM jsonb_array_elements(notes) AS e (note)
-                CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)
-                WHERE e.note ->> 'sessions_of' = target.name), '[]'),
-            'objects_in', coalesce((
-                SELECT jsonb_agg(jsonb_build_object('dbname', h.datname, 'moved_to', h.admin_login)
-                    ORDER BY h.datname)
-                FROM datatable_roles.databases_holding(target.name) AS h), '[]'));
-    END IF;
-    RETURN report || jsonb_build_object('sessions', (
-        SELECT jsonb_build_object('count', count(*),
-            'pids', coalesce(jsonb_agg(p.pid ORDER BY p.pid::integer), '[]'))
-        FROM jsonb_array_elements(notes) AS e (note)
-        CROSS JOIN LATERAL jsonb_array_elements(e.note -> 'pids') AS p (pid)));
+    RETURN datatable_roles.preview_report(kind, target, entry, notes);
 END;
 $$;
 
@@ -4242,7 +4511,6 @@ DECLARE
     identity_groups text [];
     identity_folders text [];
     viewer text;
-    parent datatable_roles.job_perms;
 BEGIN
     PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
     PERFORM datatable_roles.require_workspace(ws);
@@ -4256,56 +4524,8 @@ BEGIN
     PERFORM datatable_roles.check_name('user', identity_name);
     SELECT m.* INTO identity FROM datatable_roles.require_member(ws, identity_name) AS m;
 
-    IF record_job_start.origin NOT IN ('app', 'run', 'preview', 'job_token', 'schedule', 'trigger', 'agent_tool') THEN
-        RAISE EXCEPTION 'invalid origin %', quote_literal(left(record_job_start.origin, 80))
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use app, run, preview, job_token, schedule, trigger or agent_tool.';
-    END IF;
-    IF record_job_start.token_job_id IS NOT NULL AND record_job_start.origin <> 'job_token' THEN
-        RAISE EXCEPTION 'token_job_id is only for origin job_token'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF record_job_start.caller_email IS NOT NULL
-        AND record_job_start.origin NOT IN ('app', 'run', 'preview') THEN
-        RAISE EXCEPTION 'a % job has no caller: caller_email must be NULL', record_job_start.origin
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    CASE record_job_start.origin
-        WHEN 'app' THEN
-            IF record_job_start.caller_email IS NOT NULL THEN
-                PERFORM datatable_roles.check_email(record_job_start.caller_email);
-            END IF;
-            viewer := record_job_start.caller_email;
-        WHEN 'run', 'preview' THEN
-            PERFORM datatable_roles.check_email(record_job_start.caller_email);
-            viewer := record_job_start.caller_email;
-        WHEN 'job_token' THEN
-            PERFORM datatable_roles.require(record_job_start.token_job_id, 'token_job_id');
-            SELECT p.* INTO parent FROM datatable_roles.job_perms AS p
-            WHERE p.job_id = record_job_start.token_job_id;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION 'job % behind the token was never recorded', record_job_start.token_job_id
-                    USING ERRCODE = 'no_data_found';
-            END IF;
-            IF parent.workspace <> ws THEN
-                RAISE EXCEPTION 'job % behind the token belongs to another workspace', record_job_start.token_job_id
-                    USING ERRCODE = 'invalid_parameter_value';
-            END IF;
-            viewer := parent.end_user_email;
-        ELSE
-            viewer := NULL;
-    END CASE;
-
-    IF viewer IS NOT NULL AND NOT EXISTS (
-        SELECT FROM datatable_roles.directory_member_by_email(ws, viewer)
-    ) THEN
-        -- Recorded as given (the viewer of a data table another workspace
-        -- governs is looked up there); explain would show it only later.
-        RAISE NOTICE 'the viewer % is not a member of workspace %: viewer roles of its data tables will not apply',
-            quote_literal(left(viewer, 80)), quote_literal(ws)
-            USING HINT = 'A viewer is found by email (any case); a disabled member, or an email two members share, names no one.';
-    END IF;
+    viewer := datatable_roles.job_viewer(ws, record_job_start.origin, record_job_start.caller_email,
+        record_job_start.token_job_id);
     IF EXISTS (SELECT FROM datatable_roles.job_perms AS p WHERE p.job_id = record_job_start.job_id) THEN
         RAISE EXCEPTION 'job % is already recorded; its viewer cannot change', record_job_start.job_id
             USING ERRCODE = 'unique_violation';
@@ -4372,9 +4592,7 @@ CREATE FUNCTION public.register_datatable(workspace text, name text, dbname text
     AS $$
 DECLARE
     ws text := register_datatable.workspace;
-    db_owner oid;
     new_id bigint;
-    problem text;
     public_connect boolean;
 BEGIN
     PERFORM datatable_roles.require_workspace(ws);
@@ -4393,67 +4611,7 @@ BEGIN
             quote_literal(register_datatable.name), quote_literal(ws)
             USING ERRCODE = 'duplicate_object';
     END IF;
-    SELECT pd.datdba INTO db_owner FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'database % does not exist', quote_literal(left(register_datatable.dbname, 80))
-            USING ERRCODE = 'no_data_found';
-    END IF;
-    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
-        RAISE EXCEPTION 'admin login % does not exist', quote_literal(left(register_datatable.admin_login, 80))
-            USING ERRCODE = 'no_data_found';
-    END IF;
-    IF db_owner <> (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login) THEN
-        RAISE EXCEPTION 'database % is not owned by admin login %',
-            quote_literal(register_datatable.dbname), quote_literal(register_datatable.admin_login)
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    -- The admin login is handed to jobs (R2): it must not be, or reach, the
-    -- package owner, nor hold cluster-wide powers, nor own the metadata
-    -- database. The refusal names what is wrong.
-    IF register_datatable.dbname = current_database() THEN
-        RAISE EXCEPTION 'database % is the metadata database: it cannot be a data table',
-            quote_literal(register_datatable.dbname)
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Give the data table a database of its own.';
-    END IF;
-    SELECT array_to_string(ARRAY(
-        SELECT a FROM unnest(array[
-            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
-            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
-            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
-            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
-            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
-            CASE WHEN pg_has_role(pr.oid, current_user, 'MEMBER')
-                THEN format('member of the package owner %s', current_user) END
-        ]) AS a WHERE a IS NOT NULL), ', ')
-    INTO problem
-    FROM pg_roles AS pr WHERE pr.rolname = register_datatable.admin_login;
-    IF problem <> '' THEN
-        RAISE EXCEPTION 'login % may not be the admin login of a data table: it has %',
-            quote_literal(register_datatable.admin_login), problem
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
-    END IF;
-    IF NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE') THEN
-        RAISE EXCEPTION 'the package owner % is not a member of admin login %',
-            current_user, quote_literal(register_datatable.admin_login)
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = format('As a superuser: GRANT %I TO %I%s;', register_datatable.admin_login, current_user,
-                      CASE WHEN datatable_roles.pg16_or_later() THEN ' WITH ADMIN OPTION' ELSE '' END);
-    END IF;
-    -- The link login moves objects to the admin login (REASSIGN OWNED needs
-    -- the privileges of the target too). Granting it takes ADMIN OPTION from 16 on.
-    IF NOT datatable_roles.link_holds(register_datatable.admin_login) THEN
-        IF datatable_roles.pg16_or_later()
-            AND NOT pg_has_role(current_user, register_datatable.admin_login, 'USAGE WITH ADMIN OPTION') THEN
-            RAISE EXCEPTION 'the package owner % holds admin login % without ADMIN OPTION',
-                current_user, quote_literal(register_datatable.admin_login)
-                USING ERRCODE = 'insufficient_privilege',
-                      HINT = format('PostgreSQL 16 and later: as a superuser, GRANT %I TO %I WITH ADMIN OPTION;',
-                          register_datatable.admin_login, current_user);
-        END IF;
-        EXECUTE format('GRANT %I TO %I', register_datatable.admin_login, datatable_roles.link_login());
-    END IF;
+    PERFORM datatable_roles.take_admin_login(register_datatable.dbname, register_datatable.admin_login);
     INSERT INTO datatable_roles.datatable (
         workspace, name, dbname, admin_login, admin_password, admin_verifier, default_role
     )
@@ -4621,15 +4779,9 @@ BEGIN
     END IF;
     d := datatable_roles.decide(resolve_datatable_role.job_id, resolve_datatable_role.datatable,
         resolve_datatable_role.role, resolve_datatable_role.for_migration, false);
-    IF d.refused_case = 'admin_password' THEN
-        RAISE EXCEPTION '%', d.refused_message
-            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = d.refused_hint,
-                  CONSTRAINT = d.refused_case;
-    ELSIF d.refused_case IS NOT NULL THEN
-        RAISE EXCEPTION '%', d.refused_message
-            USING ERRCODE = 'insufficient_privilege', HINT = d.refused_hint,
-                  DETAIL = format('refused by rule %s', d.refused_case),
-                  CONSTRAINT = d.refused_case;
+    IF d.refused_case IS NOT NULL THEN
+        PERFORM datatable_roles.refuse(d, resolve_datatable_role.datatable,
+            resolve_datatable_role.role);
     END IF;
     dbname := d.dbname;
     roles := d.role_names;
@@ -4869,12 +5021,8 @@ DECLARE
     entry datatable_roles.datatable;
     gov datatable_roles.datatable;
     member record;
-    found_user record;
-    ident_admin boolean;
-    ident_keys text [];
-    dflt record;
-    held_ids bigint [] := '{}'::bigint [];
-    viewer_ids bigint [] := '{}'::bigint [];
+    ident record;
+    u record;
     default_name text;
     alone text [];
     with_viewer text [];
@@ -4889,57 +5037,45 @@ BEGIN
     WHERE g.id = coalesce(entry.governing_id, entry.id);
 
     -- The identity in the governing workspace (docs/rules.md, Inputs).
-    IF gov.workspace = entry.workspace THEN
-        ident_admin := member.is_admin;
-        ident_keys := datatable_roles.member_keys(entry.workspace, member.username,
-            member.email, member.incarnation);
-    ELSE
-        SELECT m.* INTO found_user
-        FROM datatable_roles.directory_member_by_email(gov.workspace, member.email) AS m;
-        ident_admin := FOUND AND found_user.is_admin;
-        ident_keys := CASE WHEN FOUND THEN datatable_roles.member_keys(gov.workspace,
-            found_user.username, found_user.email, found_user.incarnation) ELSE '{}' END;
-    END IF;
+    SELECT i.is_admin, i.keys INTO ident
+    FROM datatable_roles.identity_in(gov.workspace, entry.workspace, member.is_admin,
+        datatable_roles.member_keys(entry.workspace, member.username, member.email,
+            member.incarnation), member.email) AS i;
 
     -- R1: admin (always in the map), then each enabled role of the map the
     -- identity may use, by name.
     RETURN QUERY
-    SELECT u.name, 'named'::text, array[u.name], 'R1'::text
+    SELECT n.name, 'named'::text, array[n.name], 'R1'::text
     FROM (
         SELECT 'admin'::text AS name, 0 AS rank
-        WHERE datatable_roles.may_use(ident_admin, ident_keys, gov.admin_tenants)
+        WHERE datatable_roles.may_use(ident.is_admin, ident.keys, gov.admin_tenants)
         UNION ALL
         SELECT r.name, 1
         FROM datatable_roles.datatable_role AS m
         JOIN datatable_roles.catalog_role AS r ON r.id = m.role_id
         WHERE m.datatable_id = gov.id AND r.enabled
-            AND datatable_roles.may_use(ident_admin, ident_keys, m.tenants)
-    ) AS u
-    ORDER BY u.rank, u.name COLLATE "C";
+            AND datatable_roles.may_use(ident.is_admin, ident.keys, m.tenants)
+    ) AS n
+    ORDER BY n.rank, n.name COLLATE "C";
 
-    -- No role named: R2, or R3/R4 with the viewer (R9, R10); R5 when empty.
-    IF gov.default_role = 'admin' THEN
+    -- No role named: R2, or R3/R4 with the member as viewer (R9, R10); R5
+    -- when empty (unnamed_of, as decide() applies them).
+    SELECT n.* INTO u
+    FROM datatable_roles.unnamed_of(gov.id, gov.workspace, gov.default_role, ident.is_admin,
+        ident.keys, member.email) AS n;
+    IF u.rules[1] = 'R2' THEN
         RETURN QUERY SELECT 'admin'::text, 'default'::text, '{admin}'::text [], 'R2'::text;
         RETURN QUERY SELECT 'admin'::text, 'default_as_viewer'::text, '{admin}'::text [],
             'R2'::text;
         RETURN;
     END IF;
-    SELECT d.* INTO dflt
-    FROM datatable_roles.default_of(gov.id, gov.default_role, ident_admin, ident_keys) AS d;
-    IF dflt.held THEN
-        held_ids := array[dflt.id];
-    END IF;
-    IF dflt.viewer_may_add THEN
-        SELECT v.ids INTO viewer_ids
-        FROM datatable_roles.viewer_roles_of(gov.id, gov.workspace, member.email) AS v;
-    END IF;
     default_name := nullif(gov.default_role, datatable_roles.no_default());
-    SELECT s.names INTO alone FROM datatable_roles.roles_of(held_ids) AS s;
-    SELECT s.names INTO with_viewer FROM datatable_roles.roles_of(held_ids || viewer_ids) AS s;
+    SELECT s.names INTO alone FROM datatable_roles.roles_of(u.held_ids) AS s;
+    SELECT s.names INTO with_viewer FROM datatable_roles.roles_of(u.held_ids || u.viewer_ids) AS s;
     RETURN QUERY SELECT default_name, 'default'::text, nullif(alone, '{}'),
         CASE WHEN alone = '{}' THEN 'R5' ELSE 'R3' END;
     RETURN QUERY SELECT default_name, 'default_as_viewer'::text, nullif(with_viewer, '{}'),
-        CASE WHEN with_viewer = '{}' THEN 'R5' WHEN default_name IS NULL THEN 'R4' ELSE 'R3' END;
+        CASE WHEN 'R5' = ANY(u.rules) THEN 'R5' ELSE u.rules[1] END;
 END;
 $$;
 
@@ -5353,6 +5489,8 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_unreachable(p_entry datatable_roles.d
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_warning(p_code text, p_message text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.admin_password_refusal(p_label text, p_admin_login text, OUT message text, OUT hint text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.bind_user_key(p_workspace text, p_username text) FROM PUBLIC;
@@ -5378,6 +5516,8 @@ REVOKE ALL ON FUNCTION datatable_roles.database_grants_of(p_role text) FROM PUBL
 REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) FROM PUBLIC;
 
@@ -5409,6 +5549,10 @@ REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_id
 
 REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.explain_steps(d datatable_roles.decision, p_role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.explain_viewer(d datatable_roles.decision, g datatable_roles.datatable) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.fault_point(p_point text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.grant_acl_editor(p_role text) FROM PUBLIC;
@@ -5427,7 +5571,11 @@ REVOKE ALL ON FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key byte
 
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.identity_in(p_workspace text, p_own_workspace text, p_own_admin boolean, p_own_keys text[], p_email text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.key_names_member(p_workspace text, p_key text, p_username text, p_email text, p_incarnation text) FROM PUBLIC;
 
@@ -5477,9 +5625,17 @@ REVOKE ALL ON FUNCTION datatable_roles.pg16_or_later() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.preview_note(p_note jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.preview_report(p_kind text, p_target datatable_roles.catalog_role, p_entry datatable_roles.datatable, p_notes jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.previewing() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.quarantine_statements(p_victim text, p_heir text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.refusal_of(d datatable_roles.decision, p_datatable text, p_role text, OUT message text, OUT hint text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_datatable text, p_role text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.renew_link_login() FROM PUBLIC;
 
@@ -5560,6 +5716,10 @@ REVOKE ALL ON FUNCTION datatable_roles.sync_folder_grants(p_workspace text, p_fo
 REVOKE ALL ON FUNCTION datatable_roles.sync_group_members(p_workspace text, p_groups jsonb, p_users jsonb, OUT rejected jsonb, OUT added integer, OUT removed integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sync_users(p_workspace text, p_users jsonb, OUT taken jsonb, OUT rejected jsonb, OUT added integer, OUT updated integer, OUT removed integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.take_admin_login(p_dbname text, p_admin_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
