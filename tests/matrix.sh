@@ -2,7 +2,8 @@
 # `make test`: sqlfluff once, then every check on each PostgreSQL version named (default
 # 15 16 17 18), one after another, each on its own throwaway cluster, each version's
 # failure not hiding the others'. plpgsql_check runs on 15 only (Debian builds it for 15
-# alone). Then, when 15 is among them, the pg_upgrade from 15 to 18. Ends with one line per
+# alone); the version-independent pytest tests (tests/conftest.py) on the first version
+# only. Then, when 15 is among them, the pg_upgrade from 15 to 18. Ends with one line per
 # version and step, and the time each took.
 #   tests/matrix.sh 15 17
 set -uo pipefail
@@ -41,8 +42,10 @@ versions=("$@")
 echo "== every version" >>"$results"
 DTR_RESULTS=$results bash tests/run_checks.sh sqlfluff || status=1
 for version in "${versions[@]}"; do
-    steps=(pg_prove pytest)
-    [[ $version == 15 ]] && steps=(plpgsql_check pg_prove pytest)
+    # The version-independent tests (tests/conftest.py) on the first version only.
+    steps=(pg_prove pytest_each)
+    [[ $version == "${versions[0]}" ]] && steps=(pg_prove pytest_once pytest_each)
+    [[ $version == 15 ]] && steps=(plpgsql_check "${steps[@]}")
     printf '\n########## PostgreSQL %s ##########\n' "$version"
     echo "== PostgreSQL $version ($(server_bin "$version"))" >>"$results"
     start=$SECONDS
