@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 32738210bc956fb522ad20d94406fd7acb818ac6e19b160ccc601de792a979dc
+-- functions: 5a9fba8782a30b6f0c2d2e829a18b2d795fe3f4e6acb62440374b9c74c268572
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
