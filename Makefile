@@ -1,7 +1,7 @@
 # datatable-roles: developer and CI entry points.
 #   make test    install what is missing (PostgreSQL 16-18 binaries into .pg/), then lint,
 #                and plpgsql_check (15) + pg_prove + pytest on a throwaway cluster of each
-#                of PG="15 16 17 18" in turn
+#                of PG="15 16 17 18", two at a time
 #   make demo    install what is missing, then a tour on a throwaway cluster: per-viewer
 #                rows under each kind of default role (the lab's: lab/)
 #   make bench   the speed ratios of README.md, on a throwaway cluster (a few minutes; lab/)

@@ -13,6 +13,24 @@ import pytest
 from datatable_roles_lab.devcluster import Cluster
 from support import Scratch, build_world
 
+# Version-independent tests run once in `make test` (on its first PostgreSQL version), not on
+# every version: those of a module that says so (``pytestmark = VERSION_INDEPENDENT``: the
+# install, the docs, the demo, ...) and every test that asks for no cluster. tests/matrix.sh
+# runs `-m version_independent` once and `-m "not version_independent"` on every version.
+VERSION_INDEPENDENT = "version_independent"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", VERSION_INDEPENDENT + ": the same on every PostgreSQL version; run once"
+        " (a module's own mark, or set on every test that needs no cluster)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "cluster" not in item.fixturenames:
+            item.add_marker(VERSION_INDEPENDENT)
+
 
 @pytest.fixture(scope="session")
 def cluster():

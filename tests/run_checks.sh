@@ -3,7 +3,8 @@
 # Run inside `python -m datatable_roles_lab.devcluster run -- bash tests/run_checks.sh`, which
 # exports PGHOST/PGPORT/PGUSER (superuser over the socket) and the DTR_* variables.
 # Steps can be named: `bash tests/run_checks.sh lint` (sqlfluff alone, no cluster needed),
-# `... run -- bash tests/run_checks.sh pytest`.
+# `... run -- bash tests/run_checks.sh pytest`; pytest_once and pytest_each are pytest's two
+# halves (the version-independent tests, and the rest) as tests/matrix.sh runs them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,6 +63,18 @@ step_pytest() {
     "$PYTHON" -m pytest -q tests
 }
 
+# tests/matrix.sh splits pytest: the version-independent tests (tests/conftest.py) once, the
+# rest on every version.
+step_pytest_once() {
+    header "pytest tests/ -m version_independent (once)"
+    "$PYTHON" -m pytest -q -m version_independent tests
+}
+
+step_pytest_each() {
+    header "pytest tests/ -m 'not version_independent' (every version)"
+    "$PYTHON" -m pytest -q -m "not version_independent" tests
+}
+
 # Every step runs, whatever an earlier one gave; one line per step at the end (and in
 # $DTR_RESULTS when set: tests/matrix.sh collects them), and the exit status is 1 when any
 # step failed.
@@ -71,9 +84,10 @@ summary=()
 status=0
 for step in "${steps[@]}"; do
     case $step in
-        lint | sqlfluff | plpgsql_check | pg_prove | pytest) ;;
+        lint | sqlfluff | plpgsql_check | pg_prove | pytest | pytest_once | pytest_each) ;;
         *)
-            echo "unknown step: $step (sqlfluff|plpgsql_check|pg_prove|pytest)" >&2
+            echo "unknown step: $step" \
+                "(sqlfluff|plpgsql_check|pg_prove|pytest|pytest_once|pytest_each)" >&2
             exit 2
             ;;
     esac

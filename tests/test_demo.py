@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# The same on every PostgreSQL version: run once in `make test` (tests/conftest.py).
+pytestmark = pytest.mark.version_independent
+
 
 def run_demo(*extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "datatable_roles_lab.demo", *extra],

@@ -20,6 +20,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+# The same on every PostgreSQL version: run once in `make test` (tests/conftest.py).
+pytestmark = pytest.mark.version_independent
+
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 SQL_API = DOCS / "sql-api.md"

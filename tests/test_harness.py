@@ -11,6 +11,9 @@ from psycopg import sql
 
 from datatable_roles.scram import scram_sha256_verifier
 
+# The same on every PostgreSQL version: run once in `make test` (tests/conftest.py).
+pytestmark = pytest.mark.version_independent
+
 
 def test_owner_is_not_superuser_and_can_create_roles(cluster):
     with cluster.connect_super() as conn:

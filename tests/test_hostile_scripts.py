@@ -23,24 +23,32 @@ from psycopg.types.json import Jsonb
 
 from datatable_roles.scram import scram_sha256_verifier
 from support import (
-    FaultHold, MetaDB, Resolved, Runner, World, arm, authenticates, connect, create_table_as,
-    flush_stats,
+    FaultHold, MetaDB, Resolved, Runner, Scratch, World, arm, authenticates, connect,
+    create_table_as, flush_stats,
 )
 
 
-@pytest.fixture
-def meta_db(cluster, scratch) -> MetaDB:
-    """A metadata database made as an operator makes one (sql/bootstrap.sql as the superuser,
-    then the migrations as the owner, then grant_worker), overriding conftest's copy of the
-    template: what findings 4 and 6 are about (CONNECT on the metadata database taken from
-    PUBLIC, the instance's own login group and link login) is then the package's doing, not
-    the harness's re-creation of it (CREATE DATABASE ... TEMPLATE copies no database
-    privilege, and a copy starts with the template's roles)."""
-    name = "dtr_meta_" + secrets.token_hex(4)
-    scratch.databases.append(name)
+@pytest.fixture(scope="module")
+def operator_template(cluster) -> str:
+    """A metadata database made once as an operator makes one (sql/bootstrap.sql as the
+    superuser, then the migrations as the owner), kept as this module's template."""
+    made = Scratch(cluster)
+    name = "dtr_hostile_" + secrets.token_hex(4)
+    made.databases.append(name)
     cluster.create_metadata_database(name)
-    with connect(cluster.owner_conninfo(name)) as conn:
-        conn.execute("SELECT datatable_roles.grant_worker(%s)", [cluster.worker])
+    yield name
+    made.clean()
+
+
+@pytest.fixture
+def meta_db(operator_template, cluster, scratch) -> MetaDB:
+    """A copy of the operator-made metadata database, made an instance of its own by the
+    package (datatable_roles.become_own_instance, then grant_worker), overriding conftest's
+    copy of the harness's template: what findings 4 and 6 are about (CONNECT on the metadata
+    database taken from PUBLIC, the instance's own login group and link login) is then the
+    package's doing, not the harness's re-creation of it."""
+    name = cluster.clone_metadata_database(template=operator_template)
+    scratch.databases.append(name)
     return MetaDB(name=name, owner_conninfo=cluster.owner_conninfo(name),
                   worker_conninfo=cluster.worker_conninfo(name),
                   super_conninfo=cluster.superuser_conninfo(name))

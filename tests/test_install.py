@@ -23,6 +23,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+# The same on every PostgreSQL version: run once in `make test` (tests/conftest.py).
+pytestmark = pytest.mark.version_independent
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE_SRC = REPO / "python"
 SQL_SRC = PACKAGE_SRC / "datatable_roles" / "sql"

@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
+
+# The same on every PostgreSQL version: run once in `make test` (tests/conftest.py).
+pytestmark = pytest.mark.version_independent
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCK = re.compile(r"<!-- install:begin -->\s*```sh\n(.*?)```\s*<!-- install:end -->", re.S)

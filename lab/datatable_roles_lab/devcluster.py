@@ -208,54 +208,23 @@ class Cluster:
         return migrate(self.owner_conninfo(dbname), migrations_dir or self.migrations_dir)
 
     def clone_metadata_database(self, dbname: str | None = None,
-                                grant_worker: bool = True) -> str:
-        """A metadata database copied from the template (CREATE DATABASE ... TEMPLATE, owned by
-        the package owner), with an instance id, a link login and a login group of its own,
-        CONNECT taken from PUBLIC as sql/bootstrap.sql does, and, unless ``grant_worker`` is
-        false, the run-time calls (and CONNECT) granted to the worker role; returns its name
-        (``dtr_meta_<hex>`` when not given). Drop it with :meth:`drop_database`."""
+                                grant_worker: bool = True, template: str | None = None) -> str:
+        """A metadata database copied from the template (or ``template``: CREATE DATABASE ...
+        TEMPLATE, owned by the package owner) and made an instance of its own by the package,
+        datatable_roles.become_own_instance() run by the owner (an instance id, a link login
+        and a login group of its own, CONNECT taken from PUBLIC as sql/bootstrap.sql does);
+        unless ``grant_worker`` is false, the run-time calls (and CONNECT) granted to the
+        worker role. Returns its name (``dtr_meta_<hex>`` when not given). Drop it with
+        :meth:`drop_database`."""
         dbname = dbname or "dtr_meta_" + secrets.token_hex(4)
         with self.connect_super() as conn:
             conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
-                sql.Identifier(dbname), sql.Identifier(self.template),
+                sql.Identifier(dbname), sql.Identifier(template or self.template),
                 sql.Identifier(self.owner)))
         with self.connect_super(dbname) as conn:
-            (has_instance_id,) = conn.execute(
-                "SELECT EXISTS (SELECT FROM pg_attribute"
-                " WHERE attrelid = to_regclass('datatable_roles.settings')"
-                " AND attname = 'instance_id' AND NOT attisdropped)").fetchone()
-            if has_instance_id:
-                conn.execute("UPDATE datatable_roles.settings SET instance_id = gen_random_uuid()")
-            # CREATE DATABASE does not copy the template's ACL: close it as bootstrap does.
-            conn.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(
-                sql.Identifier(dbname)))
-            if conn.execute("SELECT to_regprocedure('datatable_roles.renew_link_login()')"
-                            " IS NOT NULL").fetchone()[0]:
-                # A link login of its own: a rotation here must not lock out the others.
-                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.owner)))
-                conn.execute("SELECT datatable_roles.renew_link_login()")
-                conn.execute("RESET ROLE")
-            if conn.execute("SELECT EXISTS (SELECT FROM pg_attribute"
-                            " WHERE attrelid = to_regclass('datatable_roles.settings')"
-                            " AND attname = 'login_group' AND NOT attisdropped)").fetchone()[0]:
-                # A login group of its own, named as migration 0012 names it (made by the
-                # owner, which so holds ADMIN on it from 16 on, as after the migration).
-                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.owner)))
-                (group,) = conn.execute(
-                    "SELECT 'dtr_logins_' || left(replace(instance_id::text, '-', ''), 20)"
-                    " FROM datatable_roles.settings").fetchone()
-                conn.execute(sql.SQL("CREATE ROLE {} WITH NOLOGIN NOINHERIT").format(
-                    sql.Identifier(group)))
-                conn.execute("UPDATE datatable_roles.settings SET login_group = %s", [group])
-                conn.execute("RESET ROLE")
-                # CREATE DATABASE does not copy database privileges: closed to PUBLIC, as
-                # sql/bootstrap.sql leaves a metadata database (the owner owns this one;
-                # renew_link_login and grant_worker give CONNECT to the link login and the
-                # worker).
-                conn.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(
-                    sql.Identifier(dbname)))
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.owner)))
+            conn.execute("SELECT datatable_roles.become_own_instance()")
             if grant_worker:
-                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.owner)))
                 conn.execute("SELECT datatable_roles.grant_worker(%s)", [self.worker])
         return dbname
 

@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: a363e3c4b39059eddc4ee819d48a464fe85e271252d6f0b5db48a2e1ca49de30
+-- functions: 8cca191f04e3940c62abcbac2fb8c9d357d9109c3c8058756351b45a8f546d7e
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
