@@ -1318,6 +1318,37 @@ $$;
 
 ALTER FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.become_own_instance() RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    instance uuid := gen_random_uuid();
+    grp text;
+    link text;
+BEGIN
+    IF NOT EXISTS (
+        SELECT FROM pg_database AS d
+        WHERE d.datname = current_database() AND d.datdba = (
+            SELECT r.oid FROM pg_roles AS r WHERE r.rolname = current_user
+        )
+    ) THEN
+        RAISE EXCEPTION 'only the owner of database % can make it an instance of its own',
+            quote_ident(current_database())
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    grp := datatable_roles.login_group_name(instance);
+    UPDATE datatable_roles.settings SET instance_id = instance;
+    EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database());
+    link := datatable_roles.renew_link_login();
+    EXECUTE format('CREATE ROLE %I WITH NOLOGIN NOINHERIT', grp);
+    UPDATE datatable_roles.settings SET login_group = grp;
+    RETURN link;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.become_own_instance() OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.bind_user_key(p_workspace text, p_username text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2326,6 +2357,15 @@ CREATE FUNCTION datatable_roles.login_group() RETURNS text
 $$;
 
 ALTER FUNCTION datatable_roles.login_group() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.login_group_name(p_instance uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT 'dtr_logins_' || left(replace(p_instance::text, '-', ''), 20)
+$$;
+
+ALTER FUNCTION datatable_roles.login_group_name(p_instance uuid) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) RETURNS SETOF boolean
     LANGUAGE sql STABLE ROWS 1
@@ -5493,6 +5533,8 @@ REVOKE ALL ON FUNCTION datatable_roles.admin_password_refusal(p_label text, p_ad
 
 REVOKE ALL ON FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.become_own_instance() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.bind_user_key(p_workspace text, p_username text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.check_dbname(p_dbname text) FROM PUBLIC;
@@ -5596,6 +5638,8 @@ REVOKE ALL ON FUNCTION datatable_roles.lock_set_login(p_login text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_group() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.login_group_name(p_instance uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) FROM PUBLIC;
 
