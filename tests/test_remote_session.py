@@ -113,3 +113,19 @@ def test_session_exec_closes_the_session_on_error(world):
         conn.execute("SELECT datatable_roles.session_exec(%s, 'SELECT FROM no_such_table')",
                      [NAME])
     assert open_names(conn) == []
+
+
+def test_a_script_not_stored_is_a_clear_55000(world):
+    """The scripts run elsewhere come from datatable_roles.remote_script (the post-apply hook
+    stores sql/functions/remote/scripts/*.sql): without its row, the quarantine and the
+    grants editor's read say to run migrate instead of running nothing."""
+    conn = world.owner_session()
+    (body,) = conn.execute("SELECT datatable_roles.remote_script_body('quarantine')").fetchone()
+    assert "DO" in body and "quarantine_victim" in body
+    conn.execute("BEGIN")
+    conn.execute("DELETE FROM datatable_roles.remote_script WHERE name = 'quarantine'")
+    with pytest.raises(errors.ObjectNotInPrerequisiteState) as e:
+        conn.execute("SELECT datatable_roles.quarantine_statements('a', 'b')")
+    assert "'quarantine' is not installed" in str(e.value)
+    assert "migrate" in e.value.diag.message_hint
+    conn.execute("ROLLBACK")

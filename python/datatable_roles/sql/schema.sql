@@ -996,24 +996,6 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.acl_read_script() RETURNS text
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $$
-DECLARE
-    script text := (SELECT s.body FROM datatable_roles.remote_script AS s WHERE s.name = 'acl_read');
-BEGIN
-    IF script IS NULL THEN
-        RAISE EXCEPTION 'the remote script acl_read is not installed'
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Run datatable-roles migrate: its post-apply hook stores the scripts of sql/functions/remote/scripts.';
-    END IF;
-    RETURN script;
-END;
-$$;
-
-ALTER FUNCTION datatable_roles.acl_read_script() OWNER TO dtr_owner;
-
 CREATE FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -1148,9 +1130,9 @@ BEGIN
         session_path := datatable_roles.session_value(conn,
             'SELECT pg_catalog.current_setting(''search_path'')');
         PERFORM datatable_roles.session_exec(conn, 'SET search_path = pg_catalog, pg_temp');
-        -- Prepared once in this session (acl_connect opened it), run with
-        -- the names as the statement's parameters.
-        PERFORM datatable_roles.session_exec(conn, datatable_roles.acl_read_script());
+        -- scripts/acl_read.sql, prepared once in this session (acl_connect
+        -- opened it), run with the names as the statement's parameters.
+        PERFORM datatable_roles.session_exec(conn, datatable_roles.remote_script_body('acl_read'));
         snap := datatable_roles.session_value(conn, format('EXECUTE datatable_roles_acl_read(%L, %L, %L)',
             p_target ->> 'schema', p_target ->> 'table', p_subject));
     EXCEPTION WHEN OTHERS THEN
@@ -2763,12 +2745,7 @@ BEGIN
         RAISE EXCEPTION 'the victim and the heir must differ: %', quote_ident(p_victim)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT s.body INTO script FROM datatable_roles.remote_script AS s WHERE s.name = 'quarantine';
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'the script quarantine is not installed (datatable_roles.remote_script)'
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Install the package again: datatable-roles migrate.';
-    END IF;
+    script := datatable_roles.remote_script_body('quarantine');
     RETURN format('SET LOCAL search_path = pg_catalog, pg_temp; '
         'SELECT pg_catalog.set_config(%L, %L, true), pg_catalog.set_config(%L, %L, true);%s',
         'datatable_roles.quarantine_victim', p_victim, 'datatable_roles.quarantine_heir', p_heir,
@@ -2873,6 +2850,24 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.remote_script_body(p_name text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    script text := (SELECT s.body FROM datatable_roles.remote_script AS s WHERE s.name = p_name);
+BEGIN
+    IF script IS NULL THEN
+        RAISE EXCEPTION 'the remote script % is not installed', quote_literal(p_name)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run datatable-roles migrate: its post-apply hook stores the scripts of sql/functions/remote/scripts.';
+    END IF;
+    RETURN script;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.remote_script_body(p_name text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.renew_link_login() RETURNS text
     LANGUAGE plpgsql
@@ -5499,8 +5494,6 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_plan_result(p_entry datatable_roles.d
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_reachable(p_entry datatable_roles.datatable, p_owner text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.acl_read_script() FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION datatable_roles.acl_relkind_keyword(p_relkind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_relkind_name(p_relkind text) FROM PUBLIC;
@@ -5680,6 +5673,8 @@ REVOKE ALL ON FUNCTION datatable_roles.refusal_of(d datatable_roles.decision, p_
 REVOKE ALL ON FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_datatable text, p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.remote_script_body(p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.renew_link_login() FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0017_attack_round_four
--- functions: 8cca191f04e3940c62abcbac2fb8c9d357d9109c3c8058756351b45a8f546d7e
+-- functions: 5409d6279af518776bfcf2124c5af76c490d78f2cb12ccee5abd9c7d8a61f441
 -- Issue 23 (the trust tiers in the layout): the function sources move into
 -- sql/functions/core, remote and api, which changes no installed function by
 -- itself. Two tables the post-apply hook fills from those files:
@@ -21,7 +21,7 @@ CREATE TABLE datatable_roles.remote_script (
     body text NOT NULL
 );
 
--- The pieces of the grants editor's planner (sql/functions/remote/90_acl.sql)
+-- The pieces of the grants editor's planner (sql/functions/remote/91_acl_plan.sql)
 -- pass these between them: the checked request, and what a piece planned
 -- (its statements and run_as, the objects a warning names, its warnings).
 CREATE TYPE datatable_roles.acl_request AS (

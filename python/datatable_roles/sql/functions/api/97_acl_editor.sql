@@ -2,7 +2,7 @@
 -- in a data table's database (docs/acl.md). Granted by
 -- datatable_roles.grant_acl_editor; the owner may run them too. Each is
 -- SECURITY DEFINER; what they run in the data table's database is in
--- remote/90_acl.sql.
+-- remote/90_acl_read.sql and 91_acl_plan.sql.
 
 -- datatable_acl: the owner, grants, default privileges and children of a
 -- target in a data table's database, read through its admin login. Roles

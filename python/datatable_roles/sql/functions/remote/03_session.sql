@@ -74,6 +74,26 @@ EXCEPTION WHEN OTHERS THEN
 END;
 $$;
 
+-- The text of a script that runs in another database
+-- (sql/functions/remote/scripts/<name>.sql, stored by the post-apply hook).
+-- 55000 when it is not stored (run migrate).
+CREATE OR REPLACE FUNCTION datatable_roles.remote_script_body(p_name text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    script text := (SELECT s.body FROM datatable_roles.remote_script AS s WHERE s.name = p_name);
+BEGIN
+    IF script IS NULL THEN
+        RAISE EXCEPTION 'the remote script % is not installed', quote_literal(p_name)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run datatable-roles migrate: its post-apply hook stores the scripts of sql/functions/remote/scripts.';
+    END IF;
+    RETURN script;
+END;
+$$;
+
 -- A login attempt: NULL when p_login authenticates with p_password and may
 -- connect to p_dbname, else libpq's reason (which never holds the password).
 CREATE OR REPLACE FUNCTION datatable_roles.login_fails(

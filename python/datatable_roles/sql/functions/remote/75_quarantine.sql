@@ -23,12 +23,7 @@ BEGIN
         RAISE EXCEPTION 'the victim and the heir must differ: %', quote_ident(p_victim)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT s.body INTO script FROM datatable_roles.remote_script AS s WHERE s.name = 'quarantine';
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'the script quarantine is not installed (datatable_roles.remote_script)'
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Install the package again: datatable-roles migrate.';
-    END IF;
+    script := datatable_roles.remote_script_body('quarantine');
     RETURN format('SET LOCAL search_path = pg_catalog, pg_temp; '
         'SELECT pg_catalog.set_config(%L, %L, true), pg_catalog.set_config(%L, %L, true);%s',
         'datatable_roles.quarantine_victim', p_victim, 'datatable_roles.quarantine_heir', p_heir,
