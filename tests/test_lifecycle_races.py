@@ -166,8 +166,10 @@ def test_login_taken_back_during_a_sweep_is_skipped_and_keeps_its_objects(world)
 
 
 def test_cancelled_sweep_leaves_its_session_usable(world):
-    """statement_timeout fires while a move waits for a lock in the data table database;
-    the same session's next sweep works (no dblink connection left behind)."""
+    """statement_timeout fires while a move waits for a lock in the data table database:
+    the move is cancelled there too (before, on PostgreSQL 17 and later, it went on waiting
+    and committed once the lock was free, after the sweep had rolled back), and the same
+    session's next sweep works (no dblink connection left behind)."""
     w = world
     _db, login, password, _r = w.resolve("vic")
     create_table_as(w, login, password, "made")
@@ -184,6 +186,11 @@ def test_cancelled_sweep_leaves_its_session_usable(world):
         locker.rollback()
         sweep.finish()
         assert isinstance(sweep.error, psycopg.errors.QueryCanceled), sweep.error
+        # A move still pending there is ahead of this lock in the queue: once we hold the
+        # lock, whatever that move would have done is done.
+        with w.cluster.connect_super(w.dbname) as after, after.transaction():
+            after.execute("LOCK TABLE public.made IN ACCESS EXCLUSIVE MODE")
+        assert (w.table_schema("made"), w.table_owner("made")) == ("public", login)
         sweeper.execute("RESET statement_timeout")
         report = w.sweep(sweeper)
         assert report["unfinished"] == [] and report["dropped"] == 1, report
