@@ -3309,6 +3309,20 @@ $_$;
 
 ALTER FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.session_cancel(p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_name = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_cancel_query(p_name);
+    END IF;
+    PERFORM datatable_roles.session_close(p_name);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.session_cancel(p_name text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.session_close(p_name text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3328,9 +3342,13 @@ CREATE FUNCTION datatable_roles.session_exec(p_name text, p_sql text) RETURNS vo
     AS $$
 BEGIN
     PERFORM datatable_roles_dblink.dblink_exec(p_name, p_sql);
-EXCEPTION WHEN OTHERS THEN
-    PERFORM datatable_roles.session_close(p_name);
-    RAISE;
+EXCEPTION
+    WHEN query_canceled THEN
+        PERFORM datatable_roles.session_cancel(p_name);
+        RAISE;
+    WHEN OTHERS THEN
+        PERFORM datatable_roles.session_close(p_name);
+        RAISE;
 END;
 $$;
 
@@ -3361,9 +3379,13 @@ BEGIN
     SELECT v.value INTO result
     FROM datatable_roles_dblink.dblink(p_name, p_sql) AS v (value text);
     RETURN result;
-EXCEPTION WHEN OTHERS THEN
-    PERFORM datatable_roles.session_close(p_name);
-    RAISE;
+EXCEPTION
+    WHEN query_canceled THEN
+        PERFORM datatable_roles.session_cancel(p_name);
+        RAISE;
+    WHEN OTHERS THEN
+        PERFORM datatable_roles.session_close(p_name);
+        RAISE;
 END;
 $$;
 
@@ -5709,6 +5731,8 @@ REVOKE ALL ON FUNCTION datatable_roles.rotate_link_login() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.session_cancel(p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.session_close(p_name text) FROM PUBLIC;
 

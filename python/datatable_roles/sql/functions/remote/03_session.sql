@@ -16,6 +16,24 @@ BEGIN
 END;
 $$;
 
+-- A cancel (statement_timeout) here does not stop the statement the session
+-- runs in the other database: PostgreSQL 17 and later stop waiting for it,
+-- and once its lock wait ends it would commit what the local transaction rolls
+-- back (a sweep's move, say). So the cancel is sent on to it, then the session
+-- closed, before the cancel is raised again.
+CREATE OR REPLACE FUNCTION datatable_roles.session_cancel(p_name text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF p_name = ANY(datatable_roles_dblink.dblink_get_connections()) THEN
+        PERFORM datatable_roles_dblink.dblink_cancel_query(p_name);
+    END IF;
+    PERFORM datatable_roles.session_close(p_name);
+END;
+$$;
+
 -- Opens the named session to p_dbname as p_login (conninfo_for: settings.link_host,
 -- this server's port, each value quoted as libpq does), with p_options as the
 -- session's `options` (e.g. '-c role=none'); returns the name. A cancel
@@ -49,9 +67,13 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles_dblink.dblink_exec(p_name, p_sql);
-EXCEPTION WHEN OTHERS THEN
-    PERFORM datatable_roles.session_close(p_name);
-    RAISE;
+EXCEPTION
+    WHEN query_canceled THEN
+        PERFORM datatable_roles.session_cancel(p_name);
+        RAISE;
+    WHEN OTHERS THEN
+        PERFORM datatable_roles.session_close(p_name);
+        RAISE;
 END;
 $$;
 
@@ -68,9 +90,13 @@ BEGIN
     SELECT v.value INTO result
     FROM datatable_roles_dblink.dblink(p_name, p_sql) AS v (value text);
     RETURN result;
-EXCEPTION WHEN OTHERS THEN
-    PERFORM datatable_roles.session_close(p_name);
-    RAISE;
+EXCEPTION
+    WHEN query_canceled THEN
+        PERFORM datatable_roles.session_cancel(p_name);
+        RAISE;
+    WHEN OTHERS THEN
+        PERFORM datatable_roles.session_close(p_name);
+        RAISE;
 END;
 $$;
 

@@ -1,0 +1,9 @@
+-- depends: 0018_trust_tiers
+-- functions: 6ddabad2393b85b9020315acdc3232f42c3179f4c210dbe7f457da747db902ba
+-- A statement the package runs in another database (remote/03_session.sql)
+-- is cancelled there too when the local statement is cancelled
+-- (statement_timeout): new function session_cancel, called by session_exec and
+-- session_value. Before, on PostgreSQL 17 and later, a sweep cancelled while
+-- its move waited for a lock could commit the move in the data table database
+-- after the sweep rolled back. The post-apply hook installs the functions;
+-- this file changes no table.
