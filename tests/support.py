@@ -485,6 +485,12 @@ class World:
         with self.connect_worker() as c:
             return Resolved(*c.execute(q, args).fetchone())
 
+    def heal(self, login: str) -> str:
+        """heal_refused_login as the worker role, as a worker calls it when a connection as
+        ``login`` was refused: 'healed', 'works' or 'gone' (or the error it raises)."""
+        with self.connect_worker() as c:
+            return c.execute("SELECT heal_refused_login(%s)", [login]).fetchone()[0]
+
     def sweep(self, conn: psycopg.Connection | None = None, unused_for: str | None = None):
         """The sweep's report (a new owner session unless ``conn``)."""
         q = "CALL sweep_unused_role_set_logins(NULL, %s::interval)"

@@ -228,8 +228,10 @@ def test_status_marks_stale_and_retired_logins(env, capsys):
 
 
 def test_status_shows_passwords_changed_outside_the_package(env, capsys):
-    """A script changed its login's password, someone the admin login's: status says so
-    (no password shown), and the next resolve heals the login."""
+    """A script changed its login's password, someone the admin login's: status names the
+    admin login's (a real login with the stored password fails; no password shown). A set
+    login's shows itself when a job's connection is refused (nothing reads pg_authid), and
+    the worker's heal_refused_login heals it."""
     env.owner.set_datatable_default_role(WS, DT, None)
     res = env.worker.resolve(env.job("carol"), DT)
     with env.cluster.connect_super() as su:
@@ -238,14 +240,14 @@ def test_status_shows_passwords_changed_outside_the_package(env, capsys):
                 sql.Identifier(login), sql.Literal(scram_sha256_verifier(uuid.uuid4().hex))))
     code, out, _ = run(capsys, "--dsn", env.meta.owner_conninfo, "status")
     assert code == 0
-    assert "WARNING: the admin login's password was changed outside the package" in out
+    assert ("WARNING: the admin login does not log in with the password the package holds"
+            in out)
     assert "set_datatable_admin_password" in out
-    line = next(x for x in out.splitlines() if res.login in x)
-    assert "changed outside the package" in line
     code, data, _ = run_json(capsys, "--dsn", env.meta.owner_conninfo, "--json", "status")
-    assert code == 0 and data["set_logins"][0]["intact"] is False
-    assert data["datatables"][0]["admin_password_ok"] is False
-    env.worker.resolve(env.job("carol"), DT)  # healed
+    assert code == 0 and data["datatables"][0]["admin_password_ok"] is False
+    assert env.worker.resolve(env.job("carol"), DT) == res  # the stored password, refused
+    assert env.worker.heal_refused_login(res.login) == "healed"
+    assert env.worker.resolve(env.job("carol"), DT).password != res.password
     code, out, _ = run(capsys, "--dsn", env.meta.owner_conninfo, "status")
     line = next(x for x in out.splitlines() if res.login in x)
     assert line.rstrip().endswith("active")

@@ -12,7 +12,7 @@ import time
 from psycopg import sql
 
 from datatable_roles import cli
-from datatable_roles.migrate import BOOTSTRAP_SQL
+from datatable_roles.migrate import BOOTSTRAP_SQL, MANAGED_SQL
 from support import ACME
 
 # yoyo retried its lock for 10 s before it said that yoyo_lock does not exist.
@@ -52,10 +52,14 @@ def test_migrate_before_the_superuser_step_says_so_at_once(cluster, scratch, uid
     code, out, err = run(capsys, "--dsn", cluster.owner_conninfo(db), "migrate")
     assert time.monotonic() - started < AT_ONCE
     assert code == 1 and out == ""
-    assert err.startswith(f"error: NotInstalled: the superuser step has not been run in "
-                          f"database '{db}'")
+    assert err.startswith(f"error: NotInstalled: the set-up step has not been run in "
+                          f"database '{db}' (no extension dblink in schema "
+                          "datatable_roles_dblink)")
     bootstrap = f"psql -d {db} -v owner={cluster.owner} -f {shlex.quote(str(BOOTSTRAP_SQL))}"
-    assert f"hint: As a superuser: {bootstrap}; then migrate again" in err
+    managed = f"psql -d {db} -v owner={cluster.owner} -f {shlex.quote(str(MANAGED_SQL))}"
+    assert f"hint: self-hosted, as a superuser: {bootstrap}; managed, as the database owner" \
+        f" or the service's admin role: {managed}, then CREATE EXTENSION IF NOT EXISTS dblink" \
+        " SCHEMA datatable_roles_dblink; then migrate again" in err
     assert "yoyo_lock" not in err
     with cluster.connect_super(db) as conn:  # nothing was made, not even yoyo's tables
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
@@ -85,9 +89,9 @@ def test_migrate_as_a_role_without_the_privileges_says_which(cluster, scratch, m
     assert code == 1 and out == ""
     assert err.startswith(
         f"error: PermissionDenied: role '{cluster.worker}' may not install the package in "
-        f"database '{db}': it lacks EXECUTE on datatable_roles_guard.verifier_is, USAGE on "
-        f"schema datatable_roles_dblink, CREATE on database {db}, CREATE on schema public")
-    assert "hint: Migrate as the package owner. The superuser step gives it these" in err
+        f"database '{db}': it lacks USAGE on schema datatable_roles_dblink, CREATE on "
+        f"database {db}, CREATE on schema public")
+    assert "hint: Migrate as the package owner. The set-up step gives it these" in err
     assert not package_schema_exists(cluster, db)
 
     # an install: only its owner may migrate it
@@ -112,7 +116,7 @@ def test_status_on_a_database_never_migrated_says_run_migrate(cluster, scratch, 
     bare = empty_database(scratch, f"{uid}_bare")
     code, _, err = run(capsys, "--dsn", cluster.owner_conninfo(bare), "sweep")
     assert code == 1 and "NotInstalled" in err
-    assert f"as a superuser, psql -d {bare} -v owner={cluster.owner} -f " in err
+    assert f"self-hosted, as a superuser: psql -d {bare} -v owner={cluster.owner} -f " in err
     code, out, err = run(capsys, "--json", "--dsn", cluster.owner_conninfo(bare), "status")
     assert code == 1 and err == "" and json.loads(out)["error"]["class"] == "NotInstalled"
 

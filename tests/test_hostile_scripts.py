@@ -142,7 +142,10 @@ def world(make_world) -> World:
 # ---- finding 2: a login that re-keys or reconfigures itself ---------------------------------
 
 @KINDS
-def test_a_login_that_rekeys_itself_is_healed_at_the_next_resolve(world, kind):
+def test_a_login_that_rekeys_itself_is_healed_when_its_next_connection_is_refused(world, kind):
+    """Nothing reads pg_authid (issue 24): the next resolve hands out the stored password,
+    the job's connection is refused, and the worker's heal_refused_login proves the stored
+    password fails with a real login before it re-keys the login."""
     w = world
     attacker, other, rows = SHARED[kind]
     r = w.resolve(attacker)
@@ -154,6 +157,10 @@ def test_a_login_that_rekeys_itself_is_healed_at_the_next_resolve(world, kind):
     assert not authenticates(w, r.login, r.password)
     assert authenticates(w, r.login, private)
 
+    stale = w.resolve(other)
+    assert stale == r, "the hot path reads no password: the stored one is handed out"
+    assert not authenticates(w, stale.login, stale.password)  # the one refused connection
+    assert w.heal(r.login) == "healed"
     healed = w.resolve(other)
     assert healed.login == r.login and healed.roles == r.roles
     assert healed.password not in (r.password, private)
@@ -165,6 +172,28 @@ def test_a_login_that_rekeys_itself_is_healed_at_the_next_resolve(world, kind):
     # and the attacker's own next job gets the same, working login
     again = w.resolve(attacker)
     assert again == healed
+
+
+@KINDS
+def test_a_spurious_heal_request_never_rekeys_a_working_login(world, kind):
+    """A worker (or anyone granted the call) reporting a login that logs in changes
+    nothing: the stored password is proven to work first."""
+    w = world
+    attacker, _other, rows = SHARED[kind]
+    r = w.resolve(attacker)
+    assert w.heal(r.login) == "works"
+    assert w.heal(r.login) == "works"
+    assert w.resolve(attacker) == r
+    assert w.rows()[r.login][0] == r.password
+    with script(w, r) as conn:
+        assert order_ids(conn) == rows
+
+
+def test_a_heal_request_for_a_login_the_instance_does_not_hand_out_is_refused(world):
+    w = world
+    for name in (w.cluster.owner, "postgres", "no_such_login_" + secrets.token_hex(4)):
+        with pytest.raises(errors.UndefinedObject):
+            w.heal(name)
 
 
 SETTINGS = {
@@ -371,14 +400,17 @@ def test_an_admin_password_a_job_changed_is_refused_by_name_until_the_operator_g
     r = w.resolve("alice")
     assert r.roles == ["admin"] and r.login == w.admin_login
     assert [t["admin_password_ok"] for t in status(w)["datatables"]] == [True]
+    assert w.heal(w.admin_login) == "works"  # a spurious report changes nothing
     taken = "admin-" + secrets.token_hex(8)
     with script(w, r) as conn:
         assert order_ids(conn) == [1, 2, 3, 4, 5]
         conn.execute(sql.SQL("ALTER ROLE CURRENT_USER PASSWORD {}").format(sql.Literal(taken)))
     assert not authenticates(w, w.admin_login, w.admin_password)
 
+    # the stored password is handed out; the refused connection is reported, and named
+    assert w.resolve("bob").password == w.admin_password
     with pytest.raises(errors.ObjectNotInPrerequisiteState) as refused:
-        w.resolve("bob")
+        w.heal(w.admin_login)
     assert refused.value.sqlstate == "55000"
     assert refused.value.diag.constraint_name == "admin_password"
     assert w.admin_login in refused.value.diag.message_primary
@@ -391,9 +423,10 @@ def test_an_admin_password_a_job_changed_is_refused_by_name_until_the_operator_g
     with pytest.raises(errors.InvalidPassword):
         w.call("SELECT set_datatable_admin_password(%s, %s, %s)", [w.ws, "main", "wrong"])
     with pytest.raises(errors.ObjectNotInPrerequisiteState):
-        w.resolve("bob")
+        w.heal(w.admin_login)
 
     w.call("SELECT set_datatable_admin_password(%s, %s, %s)", [w.ws, "main", taken])
+    assert w.heal(w.admin_login) == "works"
     back = w.resolve("bob")
     assert back.login == w.admin_login and back.password == taken
     with script(w, back) as conn:
@@ -1082,7 +1115,8 @@ def _run_every_entry_point(w: World, s: psycopg.Connection, scratch, uid: str) -
     lb = resolve(ann, r2)          # touched
     with connect(w.login_conninfo(lb.login, lb.password, db.dbname)) as conn:
         conn.execute("ALTER ROLE CURRENT_USER PASSWORD 'stolen-key'")
-    healed = resolve(ann, r2)      # healed in the resolve
+    assert call("heal_refused_login", [lb.login]) == [("healed",)]  # the refused connection
+    healed = resolve(ann, r2)
     assert healed.login == lb.login and healed.password != lb.password
     with connect(w.login_conninfo(ls.login, ls.password, db.dbname)) as conn:
         conn.execute("ALTER ROLE CURRENT_USER IN DATABASE postgres SET work_mem = '64kB'")

@@ -142,85 +142,18 @@ def stored_verifier(cluster, role: str) -> str:
                             [role]).fetchone()[0]
 
 
-@pytest.fixture
-def privileged(cluster, uid):
-    """Logins with a password that verifier_is must not answer for, each held by the owner
-    WITH ADMIN OPTION (so that only what they reach stands in the way), and a plain one."""
-    su = superuser_name(cluster)
-    made = {
-        "member_of_superuser": (f"{uid}_msu", "", [su]),
-        "indirect_member_of_superuser": (f"{uid}_msu2", "", [f"{uid}_msu"]),
-        "replication": (f"{uid}_repl", "REPLICATION", []),
-        "bypassrls": (f"{uid}_byp", "BYPASSRLS", []),
-        "createrole": (f"{uid}_crr", "CREATEROLE", []),
-        "createdb": (f"{uid}_cdb", "CREATEDB", []),
-        "member_of_predefined": (f"{uid}_mpd", "", ["pg_read_all_data"]),
-        "member_of_a_createrole_role": (f"{uid}_mcr", "", [f"{uid}_crr"]),
-        "plain": (f"{uid}_plain", "", []),
-    }
-    with cluster.connect_super() as conn:
-        for role, attrs, member_of in made.values():
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN " + attrs + " PASSWORD 'x-secret-1'")
-                         .format(sql.Identifier(role)))
-            for group in member_of:
-                conn.execute(sql.SQL("GRANT {} TO {}").format(
-                    sql.Identifier(group), sql.Identifier(role)))
-            conn.execute(sql.SQL("GRANT {} TO {} WITH ADMIN OPTION").format(
-                sql.Identifier(role), sql.Identifier(cluster.owner)))
-    return {k: v[0] for k, v in made.items()}
-
-
-def superuser_name(cluster) -> str:
-    with cluster.connect_super() as conn:
-        return conn.execute("SELECT rolname FROM pg_roles WHERE oid = 10").fetchone()[0]
-
-
-def test_verifier_is_answers_nothing_about_a_role_that_reaches_privilege(
-        cluster, meta_db, privileged):
-    """The owner asks the guard about a login that is a member (even indirectly) of a
-    superuser, of a predefined role or of a CREATEROLE role, or has REPLICATION,
-    BYPASSRLS, CREATEROLE or CREATEDB, giving its right verifier: no answer (NULL), so it
-    cannot guess their passwords. A plain login the owner holds is answered."""
+def test_no_guard_function_answers_questions_about_passwords(meta_db):
+    """The guard of earlier releases, verifier_is, read pg_authid for the owner; the
+    bootstrap drops it, and no function of the guard takes a password or verifier to compare
+    (issue 24). create_login and rekey_login take the verifier they set."""
     with connect(meta_db.owner_conninfo) as conn:
-        for kind, role in privileged.items():
-            verifier = stored_verifier(cluster, role)
-            (answer,) = conn.execute("SELECT datatable_roles_guard.verifier_is(%s, %s)",
-                                     [role, verifier]).fetchone()
-            (wrapped,) = conn.execute("SELECT datatable_roles.verifier_is(%s, %s)",
-                                      [role, verifier]).fetchone()
-            if kind == "plain":
-                assert (answer, wrapped) == (True, True)
-                assert conn.execute("SELECT datatable_roles_guard.verifier_is(%s, 'no')",
-                                    [role]).fetchone()[0] is False
-            else:
-                assert (kind, answer, wrapped) == (kind, None, False)
-
-
-def test_verifier_is_answers_nothing_about_roles_the_package_did_not_make(
-        cluster, meta_db, uid):
-    """The worker role, a login the superuser made, and another instance's owner
-    (CREATEROLE) and worker: no answer with their right verifiers, on every version."""
-    other_owner, other_worker, foreign = f"{uid}_owner2", f"{uid}_worker2", f"{uid}_foreign"
-    with cluster.connect_super() as conn:
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE PASSWORD 'x-secret-2'").format(
-            sql.Identifier(other_owner)))
-        for role in (other_worker, foreign):
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'x-secret-3'").format(
-                sql.Identifier(role)))
-    with connect(meta_db.owner_conninfo) as conn:
-        for role in (cluster.worker, other_owner, other_worker, foreign, cluster.owner):
-            (answer,) = conn.execute("SELECT datatable_roles_guard.verifier_is(%s, %s)",
-                                     [role, stored_verifier(cluster, role)]).fetchone()
-            assert (role, answer) == (role, None)
-
-
-def test_verifier_is_still_answers_for_the_link_login(cluster, meta_db):
-    """The link login, which the owner made: answered (its rotation depends on it)."""
-    with connect(meta_db.owner_conninfo) as conn:
-        (link,) = conn.execute("SELECT datatable_roles.link_login()").fetchone()
-        (answer,) = conn.execute("SELECT datatable_roles_guard.verifier_is(%s, %s)",
-                                 [link, stored_verifier(cluster, link)]).fetchone()
-    assert answer is True
+        names = [n for (n,) in conn.execute(
+            "SELECT p.proname::text FROM pg_proc AS p JOIN pg_namespace AS n"
+            " ON n.oid = p.pronamespace WHERE n.nspname = 'datatable_roles_guard'"
+            " ORDER BY 1")]
+    assert "verifier_is" not in names
+    assert set(names) <= {"create_login", "rekey_login", "disable_login", "drop_login",
+                          "sessions_of", "owner_administers", "require_administered"}
 
 
 def test_rekey_leaves_createdb_alone_when_the_owner_lacks_it(cluster, meta_db, uid):

@@ -301,8 +301,7 @@ def test_a_rerun_with_another_owner_leaves_that_owner_alone_on_the_guard(
             " ORDER BY 1", [cluster.owner, other]).fetchall()
         assert functions and not any(old for _, old, _ in functions)
         assert {name for name, _, new in functions if new} == {
-            "create_login", "disable_login", "drop_login", "rekey_login", "sessions_of",
-            "verifier_is"}
+            "create_login", "disable_login", "drop_login", "rekey_login", "sessions_of"}
         assert not conn.execute(
             "SELECT has_schema_privilege(%s, 'datatable_roles_guard', 'USAGE')"
             "    OR has_schema_privilege(%s, 'datatable_roles_dblink', 'USAGE')",

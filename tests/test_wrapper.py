@@ -146,9 +146,9 @@ def _still_in_use_case(env: World) -> None:
 
 def _admin_password_changed_case(env: World) -> None:
     """55000, CONSTRAINT admin_password: the admin login's password was changed outside the
-    package, and a resolve would hand it out (R2)."""
+    package, and the worker reports its refused connection (R2)."""
     break_password(env, env.admin_login)
-    env.worker.resolve(env.job("dave"), DT)
+    env.worker.heal_refused_login(env.worker.resolve(env.job("dave"), DT).login)
 
 
 def _invalid_password_case(env: World) -> None:
@@ -328,9 +328,9 @@ def test_a_one_role_login_acts_as_its_role_through_the_startup_option(env):
 def test_connect_retries_once_when_the_password_was_changed_after_the_resolve(
         env, viewer, monkeypatch, caplog):
     """A script changed the login's password (ALTER ROLE ... PASSWORD) between the resolve
-    and the connection: the connection is refused (28P01), connect() resolves again, which
-    heals the login with a new password (the package's verifier again), logs a warning and
-    connects."""
+    and the connection: the connection is refused (28P01), connect() reports it
+    (heal_refused_login, which proves the stored password fails and re-keys the login: the
+    package's verifier again), resolves again, logs a warning and connects."""
     env.owner.set_datatable_default_role(WS, DT, None)
     job = env.job(viewer)
     w = env.worker

@@ -16,8 +16,9 @@ repository (yoyo, psql, pg_dump) runs as the caller and talks to the server over
 so the repository may sit where ``postgres`` cannot read.
 
 The template ``dtr_template`` is built like any metadata database (create_metadata_database:
-CREATE DATABASE owned by dtr_owner, sql/bootstrap.sql as superuser, then migrate() as
-dtr_owner). Test-only additions (pgTAP and its helpers) are the test harness's business.
+CREATE DATABASE owned by dtr_owner, the install profile's set-up step (``DTR_PROFILE``:
+sql/bootstrap.sql as superuser, or sql/managed.sql as dtr_owner and CREATE EXTENSION dblink),
+then migrate() as dtr_owner). Test-only additions (pgTAP and its helpers) are the test harness's business.
 Tests, the demo and the bench build on it: clone_metadata_database (a copy of the template
 with its own instance id, the worker granted), create_datatable_database (an admin login
 owning a database) and create_orders_table (a sample table under row-level security, a
@@ -44,7 +45,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from datatable_roles.migrate import BOOTSTRAP_SQL, SQL_DIR, migrate
+from datatable_roles.migrate import BOOTSTRAP_SQL, MANAGED_SQL, SQL_DIR, migrate
 from datatable_roles.scram import scram_sha256_verifier
 
 # Server programs (initdb, pg_ctl, postgres) of the version under test, and client programs
@@ -52,6 +53,14 @@ from datatable_roles.scram import scram_sha256_verifier
 # `make test PG=17` sets both (Makefile, tools/fetch-postgres.sh).
 PG_BIN = Path(os.environ.get("DTR_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PG_CLIENT_BIN = Path(os.environ.get("DTR_PG_CLIENT_BIN", str(PG_BIN)))
+
+# The install profile of the metadata databases made here (docs/operating.md):
+# 'self-hosted' (sql/bootstrap.sql as superuser) or 'managed' (sql/managed.sql as the
+# package owner, which owns the database as on a managed service, then the extension step,
+# the one superuser act). `make test PROFILE=managed` sets it.
+PROFILE = os.environ.get("DTR_PROFILE", "self-hosted")
+if PROFILE not in ("self-hosted", "managed"):
+    raise SystemExit(f"DTR_PROFILE={PROFILE!r}: use self-hosted or managed")
 
 SUPERUSER = "postgres"
 OWNER = "dtr_owner"
@@ -107,6 +116,7 @@ class Cluster:
         self.owner_password = secrets.token_urlsafe(24)
         self.worker_password = secrets.token_urlsafe(24)
         self.owned = True  # False when attached to a cluster someone else started
+        self.profile = PROFILE
 
     # ---- attaching -------------------------------------------------------------------------
 
@@ -139,6 +149,7 @@ class Cluster:
             "DTR_TEMPLATE_DB": self.template,
             "DTR_PGDATA": str(self.pgdata), "DTR_LOG": str(self.log_path),
             "DTR_PG_BIN": str(self.bin_dir), "DTR_PG_CLIENT_BIN": str(PG_CLIENT_BIN),
+            "DTR_PROFILE": self.profile,
         }
 
     # ---- connection strings ----------------------------------------------------------------
@@ -189,22 +200,35 @@ class Cluster:
         return "--- server log (tail) ---\n" + "\n".join(text) + "\n"
 
     def psql_file(self, path: str | os.PathLike, dbname: str = "postgres",
-                  **variables: str) -> None:
-        """Run a SQL file with psql as superuser (as the caller, over the socket)."""
+                  conninfo: str | None = None, **variables: str) -> None:
+        """Run a SQL file with psql as superuser (or as ``conninfo`` says), over the socket."""
         cmd = [str(PG_CLIENT_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"]
         for k, v in variables.items():
             cmd += ["-v", f"{k}={v}"]
-        subprocess.run(cmd + ["-d", self.superuser_conninfo(dbname), "-f", str(path)],
-                       check=True)
+        subprocess.run(cmd + ["-d", conninfo or self.superuser_conninfo(dbname),
+                              "-f", str(path)], check=True)
+
+    def set_up_metadata_database(self, dbname: str) -> None:
+        """The install profile's set-up step. Self-hosted: sql/bootstrap.sql as superuser.
+        Managed: sql/managed.sql as the package owner (it owns the database, as the service's
+        admin role would), then the extension step, the one act a superuser does here (on a
+        managed service the admin role may do it)."""
+        if self.profile == "self-hosted":
+            self.psql_file(BOOTSTRAP_SQL, dbname, owner=self.owner)
+            return
+        self.psql_file(MANAGED_SQL, dbname, conninfo=self.owner_conninfo(dbname),
+                       owner=self.owner)
+        with self.connect_super(dbname) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS dblink SCHEMA datatable_roles_dblink")
 
     def create_metadata_database(self, dbname: str,
                                  migrations_dir: str | os.PathLike | None = None) -> list[str]:
-        """CREATE DATABASE owned by the package owner, run sql/bootstrap.sql (if any) as
-        superuser with -v owner=<owner>, then the migrations as the owner; return the ids."""
+        """CREATE DATABASE owned by the package owner, the profile's set-up step
+        (set_up_metadata_database), then the migrations as the owner; return the ids."""
         with self.connect_super() as conn:
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(dbname), sql.Identifier(self.owner)))
-        self.psql_file(BOOTSTRAP_SQL, dbname, owner=self.owner)
+        self.set_up_metadata_database(dbname)
         return migrate(self.owner_conninfo(dbname), migrations_dir or self.migrations_dir)
 
     def clone_metadata_database(self, dbname: str | None = None,

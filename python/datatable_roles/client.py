@@ -355,8 +355,8 @@ class Client:
 
     def grant_worker(self, worker: str) -> None:
         """Lets the platform's worker role run the worker's calls: record_job_start,
-        resolve_datatable_role, explain_datatable_role, cached_result_path and
-        usable_datatable_roles."""
+        resolve_datatable_role, explain_datatable_role, cached_result_path,
+        usable_datatable_roles and heal_refused_login."""
         self._rows("SELECT datatable_roles.grant_worker(%s)", [worker])
 
     def grant_directory_writer(self, writer: str) -> None:
@@ -477,6 +477,13 @@ class Client:
         return list(self._value("SELECT datatable_roles.member_keys(%s, %s)",
                                 [workspace, username]) or [])
 
+    def heal_refused_login(self, login: str) -> str:
+        """Report that a connection as ``login`` (from a resolve) was refused: 'healed' (its
+        stored password was proven to fail and it was re-keyed), 'works' (it logs in; nothing
+        changed) or 'gone' (the next resolve makes it again). Raises 55000 for an admin login
+        whose password was changed outside the package."""
+        return str(self._value("SELECT heal_refused_login(%s)", [login]))
+
     # ---- connections to data tables ------------------------------------------------------
 
     @contextmanager
@@ -484,17 +491,20 @@ class Client:
                 for_migration: bool = False) -> Iterator[psycopg.Connection[Any]]:
         """Resolve, then lend a pooled connection to the data table database logged in as
         the resolved login (see :meth:`connection`). When the connection is refused for a
-        bad password (28P01: someone changed the login's password after the resolve), it
-        resolves once more, which heals the login with a new password, and connects again,
-        logging a warning; a second refusal is raised."""
+        bad password (28P01: a script gave the login a password of its own), it reports the
+        refusal (:meth:`heal_refused_login`, which re-keys the login once a real login attempt
+        proved the stored password fails; for an admin login whose password was changed
+        outside the package it raises 55000), resolves once more and connects again, logging
+        a warning; a second refusal is raised."""
         res = self.resolve(job_id, datatable, role, for_migration)
         try:
             pool, conn = self._checkout(res)
         except DatatableRolesError as e:
             if not is_bad_password(e):
                 raise
-            log.warning("login %s on %s was refused (%s); resolving again to heal it",
+            log.warning("login %s on %s was refused (%s); healing it and resolving again",
                         res.login, res.dbname, e.message)
+            self.heal_refused_login(res.login)
             res = self.resolve(job_id, datatable, role, for_migration)
             pool, conn = self._checkout(res)
         with self._lent(pool, conn) as lent:

@@ -9,14 +9,15 @@ importlib.resources), so an installed wheel can migrate without the repository:
   post-apply hook ``sql/migrations/post-apply.py``;
 - ``sql/directory/<name>.sql``: a directory adapter (docs/integration.md), applied by
   ``migrate --directory <name>`` and then by every post-apply of a database that uses it;
-- ``sql/bootstrap.sql``: the one superuser step, before the first migration.
+- ``sql/bootstrap.sql`` (self-hosted, as a superuser) or ``sql/managed.sql`` and the extension
+  step (managed PostgreSQL, no superuser): the set-up, before the first migration.
 
 yoyo runs post-apply hooks only when some migration was pending, so every change to a
 function file ships with a new migration (docs/operating.md, "Changing a function").
 :func:`migrate` runs the hook on every call, pending migrations or not.
 
 Before yoyo starts, :func:`check_can_migrate` reads the catalogs and says at once what is
-missing (the superuser step, or a privilege of the role migrating) and the command that fixes
+missing (the set-up step, or a privilege of the role migrating) and the command that fixes
 it; yoyo itself would retry its lock for 10 s and then report that ``yoyo_lock`` does not
 exist. :func:`check_installed` is the same reading for the commands that need an install.
 """
@@ -34,7 +35,7 @@ from psycopg.conninfo import conninfo_to_dict
 from yoyo import get_backend, read_migrations
 
 from .errors import NotInstalled, PermissionDenied
-from .sources import (BOOTSTRAP_SQL, DIRECTORY_DIR, MIGRATIONS_DIR, SQL_DIR,  # noqa: F401
+from .sources import (BOOTSTRAP_SQL, DIRECTORY_DIR, MANAGED_SQL, MIGRATIONS_DIR, SQL_DIR,  # noqa: F401
                       function_files, functions_digest)
 
 # yoyo's backend for psycopg 3 (plain postgresql:// would load psycopg2).
@@ -115,11 +116,12 @@ SELECT current_database(), current_user::text, r.rolsuper,
         WHERE n.nspname = 'datatable_roles'),
     coalesce((SELECT pg_has_role(n.nspowner, 'USAGE') FROM pg_namespace AS n
         WHERE n.nspname = 'datatable_roles'), false),
-    (SELECT has_function_privilege(p.oid, 'EXECUTE') FROM pg_proc AS p
-        JOIN pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE n.nspname = 'datatable_roles_guard' AND p.proname = 'verifier_is'),
+    EXISTS (SELECT FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname = 'dblink' AND n.nspname = 'datatable_roles_dblink'),
     (SELECT has_schema_privilege(n.oid, 'USAGE') FROM pg_namespace AS n
         WHERE n.nspname = 'datatable_roles_dblink'),
+    EXISTS (SELECT FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'datatable_roles_guard' AND p.proname = 'drop_login'),
     has_database_privilege(current_database(), 'CREATE'),
     coalesce((SELECT has_schema_privilege(n.oid, 'CREATE') FROM pg_namespace AS n
         WHERE n.nspname = 'public'), false)
@@ -136,15 +138,21 @@ class InstallState:
     superuser: bool
     package_owner: str | None   # owner of schema datatable_roles; None: never migrated
     is_package_owner: bool      # the role has the package owner's privileges
-    bootstrapped: bool          # sql/bootstrap.sql ran: the guard and the dblink schema exist
+    bootstrapped: bool          # a set-up step ran: dblink in schema datatable_roles_dblink
+    profile: str                # 'self-hosted' (sql/bootstrap.sql's role guard) or 'managed'
     missing: tuple[str, ...]    # privileges the role lacks that migrate needs
 
     def bootstrap_command(self) -> str:
-        """The superuser step for this database, as README.md gives it (the file's path is
-        the package's own, so it works from a checkout and from an install)."""
+        """The set-up steps for this database, as README.md gives them (the files' paths
+        are the package's own, so they work from a checkout and from an install): the
+        self-hosted superuser step, or the managed one and its extension step."""
         owner = self.package_owner or ("<package owner>" if self.superuser else self.user)
-        return (f"psql -d {shlex.quote(self.dbname)} -v owner={shlex.quote(owner)}"
-                f" -f {shlex.quote(str(BOOTSTRAP_SQL))}")
+        db = shlex.quote(self.dbname)
+        return (f"self-hosted, as a superuser: psql -d {db} -v owner={shlex.quote(owner)}"
+                f" -f {shlex.quote(str(BOOTSTRAP_SQL))}; managed, as the database owner or the"
+                f" service's admin role: psql -d {db} -v owner={shlex.quote(owner)}"
+                f" -f {shlex.quote(str(MANAGED_SQL))}, then CREATE EXTENSION IF NOT EXISTS"
+                " dblink SCHEMA datatable_roles_dblink")
 
     def migrate_command(self) -> str:
         """The CLI's migrate of this database (host, port and password as you connect)."""
@@ -154,14 +162,14 @@ class InstallState:
 
 
 def install_state(conn: psycopg.Connection) -> InstallState:
-    db, user, superuser, owner, is_owner, guard, dblink, create_db, create_public = (
-        conn.execute(_INSTALL_STATE).fetchone())
-    wanted = (("EXECUTE on datatable_roles_guard.verifier_is", guard),
-              ("USAGE on schema datatable_roles_dblink", dblink),
+    (db, user, superuser, owner, is_owner, extension, dblink, role_guard, create_db,
+     create_public) = conn.execute(_INSTALL_STATE).fetchone()
+    wanted = (("USAGE on schema datatable_roles_dblink", dblink),
               (f"CREATE on database {db}", create_db),
               ("CREATE on schema public", create_public))
     return InstallState(db, user, superuser, owner, is_owner,
-                        bootstrapped=guard is not None and dblink is not None,
+                        bootstrapped=extension and dblink is not None,
+                        profile="self-hosted" if role_guard else "managed",
                         missing=tuple(what for what, held in wanted if not held))
 
 
@@ -171,7 +179,7 @@ def check_installed(conn: psycopg.Connection) -> None:
     state = install_state(conn)
     if state.package_owner is not None:
         return
-    steps = "" if state.bootstrapped else f"as a superuser, {state.bootstrap_command()}; then "
+    steps = "" if state.bootstrapped else f"{state.bootstrap_command()}; then "
     raise NotInstalled(
         f"database {state.dbname!r} has no datatable-roles install (no schema "
         "datatable_roles): it was never migrated, or it is not the metadata database",
@@ -180,16 +188,15 @@ def check_installed(conn: psycopg.Connection) -> None:
 
 
 def check_can_migrate(conn: psycopg.Connection) -> None:
-    """Raise, before anything runs, when ``conn``'s database lacks the superuser step
+    """Raise, before anything runs, when ``conn``'s database lacks the set-up step
     (:class:`NotInstalled`) or the connected role may not migrate it
     (:class:`PermissionDenied`): each says what is missing and the command that fixes it."""
     state = install_state(conn)
     if not state.bootstrapped:
         raise NotInstalled(
-            f"the superuser step has not been run in database {state.dbname!r} (no "
-            "datatable_roles_guard.verifier_is, or no schema datatable_roles_dblink)",
-            hint=f"As a superuser: {state.bootstrap_command()}; then migrate again as the "
-                 "package owner.")
+            f"the set-up step has not been run in database {state.dbname!r} (no extension "
+            "dblink in schema datatable_roles_dblink)",
+            hint=f"{state.bootstrap_command()}; then migrate again as the package owner.")
     if state.package_owner is not None and not state.is_package_owner:
         raise PermissionDenied(
             f"role {state.user!r} may not migrate database {state.dbname!r}: the package "
@@ -199,5 +206,5 @@ def check_can_migrate(conn: psycopg.Connection) -> None:
         raise PermissionDenied(
             f"role {state.user!r} may not install the package in database "
             f"{state.dbname!r}: it lacks {', '.join(state.missing)}",
-            hint="Migrate as the package owner. The superuser step gives it these: as a "
-                 f"superuser, {state.bootstrap_command()}.")
+            hint="Migrate as the package owner. The set-up step gives it these: "
+                 f"{state.bootstrap_command()}.")

@@ -87,8 +87,9 @@ ADMIN_WARNING = ("WARNING: the default role is admin: a connection naming no rol
                  "the admin login, which owns the tables and bypasses row-level security.")
 
 ADMIN_PASSWORD_CHANGED = (
-    "WARNING: the admin login's password was changed outside the package: a resolve that "
-    "would hand out the admin login is refused (55000) until the package is given the "
+    "WARNING: the admin login does not log in with the password the package holds (changed "
+    "outside the package, or its database refuses it): a job's connection as admin is "
+    "refused, and reported as 55000 by heal_refused_login, until the package is given the "
     "current one: set_datatable_admin_password(workspace, name, admin_password).")
 
 ADMIN_PASSWORD_UNKNOWN = (
@@ -140,6 +141,12 @@ def render_schema_level(level: dict[str, Any]) -> str:
     return installed
 
 
+PROFILE_SELF_HOSTED = ("sql/bootstrap.sql ran as a superuser; its role guard makes role changes "
+                       "fast at 10,000 roles on PostgreSQL 16+")
+PROFILE_MANAGED = ("no superuser step: sql/managed.sql and CREATE EXTENSION dblink; nothing "
+                   "reads pg_authid")
+
+
 def render_status(report: dict[str, Any]) -> str:
     """The text of ``status`` from ``datatable_roles.status_report()`` (and the CLI's
     ``version``, the migration levels, when it is there)."""
@@ -150,6 +157,10 @@ def render_status(report: dict[str, Any]) -> str:
         out.append(f"  passwords are rotated every {report['rotate_every']}; every login "
                    f"handed to jobs is in the login group {report.get('login_group')} "
                    "(for pg_hba.conf)")
+    if "profile" in report:
+        out.append(f"  install profile: {report['profile']} ("
+                   + (PROFILE_SELF_HOSTED if report["profile"] == "self-hosted"
+                      else PROFILE_MANAGED) + ")")
     if "directory" in report:
         out.append(f"  users, groups and folders are read from the {report['directory']}"
                    " directory (docs/integration.md)")

@@ -23,6 +23,7 @@ FUNCTIONS_DIR = SQL_DIR / "functions"
 SCRIPTS_DIR = FUNCTIONS_DIR / "remote" / "scripts"
 DIRECTORY_DIR = SQL_DIR / "directory"
 BOOTSTRAP_SQL = SQL_DIR / "bootstrap.sql"
+MANAGED_SQL = SQL_DIR / "managed.sql"
 
 
 # Each takes the sql/ directory to read (the post-apply hook passes its own, so that a copy of

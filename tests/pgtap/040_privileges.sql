@@ -139,7 +139,7 @@ FROM unnest(ARRAY[
     $$SELECT datatable_roles.make_login('wm_set_x', 't40_dt', '{1}')$$,
     $$SELECT datatable_roles.retire_logins_holding(1, 't40_dt')$$,
     $$SELECT datatable_roles.rotate_or_heal('wm_set_x')$$,
-    $$SELECT datatable_roles.verifier_is('t40_admin', 'x')$$,
+    $$SELECT datatable_roles.heal_set_login('wm_set_x')$$,
     $$SELECT datatable_roles.login_fails('t40_dt', 't40_admin', 'x')$$,
     $$SELECT datatable_roles.end_sessions_of('t40_r')$$,
     $$SELECT datatable_roles.member_keys('ws', 'alice')$$,
@@ -147,7 +147,7 @@ FROM unnest(ARRAY[
     $$SELECT datatable_roles.exec_in_database('t40_dt', 'SELECT 1')$$,
     $$SELECT datatable_roles.move_objects_of('t40_r')$$,
     $$SELECT datatable_roles.sweep_drop('t40_r')$$,
-    $$SELECT datatable_roles_guard.verifier_is('t40_admin', 'x')$$
+    $$SELECT datatable_roles_guard.drop_login('t40_admin')$$
 ]) AS c;
 
 -- nor dblink, which the package keeps in a schema of its own
@@ -177,16 +177,17 @@ SELECT is(
 
 SELECT is(
     array(
-        SELECT CASE WHEN acl.grantee = 0 THEN 'PUBLIC' ELSE acl.grantee::regrole::text END
-        FROM pg_proc AS p
-        CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS acl
+        SELECT p.oid::regprocedure::text FROM pg_proc AS p
         WHERE
-            p.oid = 'datatable_roles_guard.verifier_is(text, text)'::regprocedure
-            AND acl.privilege_type = 'EXECUTE' AND acl.grantee <> p.proowner
+            p.prosrc ~* 'pg_authid'
+            AND p.proowner IN (SELECT r.oid FROM pg_roles AS r WHERE r.rolsuper)
+            AND p.pronamespace IN (
+                'datatable_roles_guard'::regnamespace, 'datatable_roles'::regnamespace
+            )
         ORDER BY 1
     ),
-    '{dtr_owner}',
-    'only the package owner may run the guard that reads pg_authid (verifier_is)'
+    '{}',
+    'no superuser function of the install reads pg_authid (the guard verifier_is is gone)'
 );
 
 ------------------------------------------------------------------------------
@@ -310,8 +311,10 @@ SELECT ok(
     )
     AND has_function_privilege(
         'dtr_worker', 'public.usable_datatable_roles(text, text, text)', 'EXECUTE'
-    ),
-    'the worker role has EXECUTE on the four resolution calls and usable_datatable_roles'
+    )
+    AND has_function_privilege('dtr_worker', 'public.heal_refused_login(text)', 'EXECUTE'),
+    'the worker role has EXECUTE on the four resolution calls, usable_datatable_roles and'
+    || ' heal_refused_login'
 );
 SELECT is(
     array(
@@ -322,8 +325,8 @@ SELECT is(
         ORDER BY 1
     ),
     ARRAY[
-        'cached_result_path', 'explain_datatable_role', 'record_job_start',
-        'resolve_datatable_role', 'usable_datatable_roles'
+        'cached_result_path', 'explain_datatable_role', 'heal_refused_login',
+        'record_job_start', 'resolve_datatable_role', 'usable_datatable_roles'
     ],
     'and on no other function of the package'
 );

@@ -6,7 +6,7 @@
 \set test t120
 \ir lib/begin.psql
 
-SELECT plan(80);
+SELECT plan(82);
 
 -- Workspace ws: pub is the identity of every app (a tenant of nothing; the
 -- data table has no default). Viewers:
@@ -258,7 +258,8 @@ SELECT is(tap.exec('s', 'RESET ROLE'), 'RESET', 'RESET ROLE');
 
 ------------------------------------------------------------------------------
 -- A script that changes its login's password or settings does not keep them:
--- the next resolve takes the login back (healed) before handing it out
+-- a changed password is healed when the worker reports the refused
+-- connection (heal_refused_login), settings by the next resolve
 ------------------------------------------------------------------------------
 SELECT is(
     tap.exec('s', $$ALTER ROLE CURRENT_USER PASSWORD 'the-script-knows-this'$$), 'ALTER ROLE',
@@ -267,6 +268,14 @@ SELECT is(
 SELECT is(
     tap.connect_to('t120_dt', :'set_login', 'the-script-knows-this'), :'set_login',
     '... which then logs in with it'
+);
+SELECT is(
+    (SELECT r.password FROM tap.resolve(:'j_alice', 'main') AS r), :'r1_password',
+    'the next resolve hands out the stored password (the hot path reads none) ...'
+);
+SELECT is(
+    heal_refused_login(:'set_login'), 'healed',
+    '... the worker reports the refused connection: proven, and re-keyed'
 );
 SELECT login AS h1_login, password AS h1_password FROM tap.resolve(:'j_alice', 'main') \gset
 SELECT is(:'h1_login'::text, :'set_login', 'the next resolve hands out the same login ...');

@@ -151,8 +151,7 @@ END $$""").format(db=sql.Literal(inst.dt_db), batch=sql.Literal(LOGIN_BATCH)))
         (intact,) = conn.execute(
             "SELECT count(*) FROM (SELECT s.* FROM datatable_roles.datatable_role_set AS s"
             "  WHERE s.login = ANY(%s)) AS s"
-            " WHERE EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier,"
-            "  s.dbname))", [sample]).fetchone()
+            " WHERE EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))", [sample]).fetchone()
         (rows,) = conn.execute(
             "SELECT count(*) FROM datatable_roles.datatable_role_set").fetchone()
     if made != n or intact != len(sample):

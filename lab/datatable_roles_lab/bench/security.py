@@ -23,13 +23,12 @@ HEAL_CALLS = 2_000
 
 
 def measure_heal_check(world: World, results: Results) -> None:
-    """8: datatable_roles.login_intact (the login's attributes and settings, and the guard's
-    comparison of its verifier), the check a resolve makes on every hand-out, against
+    """8: datatable_roles.login_intact (the login's attributes and settings, as any role may
+    read them), the check a resolve makes on every hand-out, against
     reading the login's row alone; HEAL_CALLS prepared calls each, one owner connection."""
     inst = world.small
     login = world.resolve_login(inst, "vera")
-    check = ("SELECT EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier,"
-             " s.dbname))"
+    check = ("SELECT EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))"
              " FROM datatable_roles.datatable_role_set AS s WHERE s.login = %s")
     bare = "SELECT s.verifier FROM datatable_roles.datatable_role_set AS s WHERE s.login = %s"
     ratios, per_a, per_b = [], [], []

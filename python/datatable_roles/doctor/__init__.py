@@ -13,10 +13,11 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
   ``pg_signal_backend``, CREATE on the metadata database and its schema public, CONNECT on
   it WITH GRANT OPTION, and membership in each data table's admin login (WITH ADMIN OPTION
   on PostgreSQL 16 and later): docs/operating.md, "Privileges";
-- ``bootstrap``: what sql/bootstrap.sql leaves (the guard ``datatable_roles_guard.verifier_is``
-  owned by a superuser and executable by the owner alone, dblink in
+- ``bootstrap``: the install's profile and what its set-up step leaves: self-hosted
+  (sql/bootstrap.sql's role guard, on 16+ all of it, and no ``verifier_is`` of an earlier
+  release) or managed (sql/managed.sql and the extension step); both: dblink in
   ``datatable_roles_dblink`` usable by the owner alone, no CONNECT for PUBLIC on the
-  metadata database);
+  metadata database;
 - ``migrations``: every migration of this package applied, none unknown to it;
 - ``functions_digest``: ``settings.functions_sha256`` is the digest of this package's
   function sources (what sql/migrations/post-apply.py records);

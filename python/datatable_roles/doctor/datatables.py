@@ -90,8 +90,9 @@ def check_admin_password(ctx: _Context) -> list[Check]:
         if ok is False:
             checks.append(Check(
                 "admin_password", False,
-                f"admin login {admin}'s password was changed outside the package: a resolve "
-                "that would hand it out is refused (55000)", set_fix, subject=subject))
+                f"admin login {admin} does not log in with the password the package holds "
+                "(changed outside the package?): a job's connection as admin is refused, and "
+                "heal_refused_login reports 55000", set_fix, subject=subject))
             continue
         if ok is None:
             exists, superuser, verifier = ctx.rows(

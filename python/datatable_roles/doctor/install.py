@@ -1,37 +1,33 @@
-"""``bootstrap``, ``migrations`` and ``functions_digest``: what sql/bootstrap.sql leaves, the
+"""``bootstrap``, ``migrations`` and ``functions_digest``: what the set-up step leaves, the
 migrations applied, and the installed functions being this package's."""
 
 from __future__ import annotations
 
 from yoyo import read_migrations
 
-from ..migrate import BOOTSTRAP_SQL, MIGRATIONS_DIR, functions_digest
+from ..migrate import BOOTSTRAP_SQL, MANAGED_SQL, MIGRATIONS_DIR, functions_digest
 from .context import MIGRATE_FIX, _Context
 from .quoting import _ident, _names
 from .report import Check
 
 
-GUARD = "datatable_roles_guard.verifier_is(text, text)"
+OLD_GUARD = "datatable_roles_guard.verifier_is(text, text)"
 
 
 # ---- bootstrap --------------------------------------------------------------------------
 
 def check_bootstrap(ctx: _Context) -> list[Check]:
+    """The set-up step of the install's profile: self-hosted (sql/bootstrap.sql, a superuser
+    step: schema datatable_roles_guard) or managed (sql/managed.sql and the extension step,
+    no superuser). Both: dblink in datatable_roles_dblink for the owner alone, and no CONNECT
+    for PUBLIC on the metadata database."""
     owner = ctx.package_owner
     problems: list[str] = []
     extra_fixes: list[str] = []
     row = ctx.rows(
-        "WITH g AS (SELECT p.oid, p.prosecdef, r.rolsuper FROM pg_proc AS p"
-        "  JOIN pg_namespace AS n ON n.oid = p.pronamespace"
-        "  JOIN pg_roles AS r ON r.oid = p.proowner"
-        "  WHERE n.nspname = 'datatable_roles_guard' AND p.proname = 'verifier_is'"
-        "   AND p.proargtypes = '25 25'::oidvector)"
-        " SELECT to_regnamespace('datatable_roles_guard') IS NOT NULL,"
-        " EXISTS (SELECT FROM g), (SELECT g.rolsuper FROM g), (SELECT g.prosecdef FROM g),"
-        " coalesce((SELECT has_function_privilege(%(owner)s, g.oid, 'EXECUTE') FROM g), false)"
-        "  AND has_schema_privilege(%(owner)s, 'datatable_roles_guard', 'USAGE'),"
-        " coalesce((SELECT has_function_privilege('public', g.oid, 'EXECUTE') FROM g), false)"
-        "  AND has_schema_privilege('public', 'datatable_roles_guard', 'USAGE'),"
+        "SELECT to_regnamespace('datatable_roles_guard') IS NOT NULL,"
+        " EXISTS (SELECT FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace"
+        "  WHERE n.nspname = 'datatable_roles_guard' AND p.proname = 'verifier_is'),"
         " (SELECT e.extnamespace::regnamespace::text FROM pg_extension AS e"
         "  WHERE e.extname = 'dblink'),"
         " to_regnamespace('datatable_roles_dblink') IS NOT NULL"
@@ -44,20 +40,14 @@ def check_bootstrap(ctx: _Context) -> list[Check]:
         "   ON n.oid = p.pronamespace WHERE n.nspname = 'datatable_roles_guard'"
         "   AND p.proname IN ('create_login', 'drop_login', 'sessions_of')) = 3",
         {"owner": owner})[0]
-    (guard_schema, guard_fn, guard_super, guard_definer, owner_exec, public_exec,
-     dblink_schema, owner_dblink, public_dblink, public_connect, role_guard) = row
-    if not guard_schema or not guard_fn:
-        problems.append("the guard datatable_roles_guard.verifier_is(text, text) is missing")
-    else:
-        if not guard_super:
-            problems.append("the guard is not owned by a superuser (it cannot read pg_authid)")
-        if not guard_definer:
-            problems.append("the guard is not SECURITY DEFINER")
-        if not owner_exec:
-            problems.append(f"{owner} may not execute the guard")
-        if public_exec:
-            problems.append("PUBLIC may execute the guard (anyone may test verifiers)")
-    if guard_schema and not role_guard:
+    (self_hosted, old_guard, dblink_schema, owner_dblink, public_dblink, public_connect,
+     role_guard) = row
+    profile = "self-hosted" if self_hosted else "managed"
+    who = "As a superuser" if self_hosted else "As the database owner or the service's admin role"
+    if self_hosted and old_guard:
+        problems.append(f"the guard {OLD_GUARD} of an earlier bootstrap is still installed "
+                        "(nothing uses it; it answers questions about passwords)")
+    if self_hosted and not role_guard:
         problems.append("the role guard datatable_roles_guard.create_login/drop_login/"
                         "sessions_of is missing (from an older bootstrap): without it, first "
                         "use and each login the sweep drops cost time that grows with every "
@@ -67,7 +57,7 @@ def check_bootstrap(ctx: _Context) -> list[Check]:
     elif dblink_schema != "datatable_roles_dblink":
         problems.append(f"dblink is installed in schema {dblink_schema}, not "
                         "datatable_roles_dblink (the package calls it there)")
-        extra_fixes.append(f"As a superuser: ALTER EXTENSION dblink SET SCHEMA "
+        extra_fixes.append(f"{who}: ALTER EXTENSION dblink SET SCHEMA "
                            "datatable_roles_dblink; (after creating that schema)")
     else:
         if not owner_dblink:
@@ -78,24 +68,26 @@ def check_bootstrap(ctx: _Context) -> list[Check]:
     if public_connect:
         problems.append(f"PUBLIC has CONNECT on the metadata database {ctx.database} "
                         "(every generated login could connect to it)")
-        extra_fixes.append(f"As a superuser: REVOKE CONNECT ON DATABASE {_ident(ctx.database)}"
+        extra_fixes.append(f"{who}: REVOKE CONNECT ON DATABASE {_ident(ctx.database)}"
                            " FROM PUBLIC; then GRANT CONNECT ON DATABASE ... TO each platform "
                            "login that connects to it")
     if public_dblink:
-        extra_fixes.append("As a superuser: REVOKE ALL ON SCHEMA datatable_roles_dblink "
-                           "FROM PUBLIC;")
-    if public_exec:
-        extra_fixes.append(f"As a superuser: REVOKE ALL ON FUNCTION {GUARD} FROM PUBLIC; "
-                           "REVOKE ALL ON SCHEMA datatable_roles_guard FROM PUBLIC;")
+        extra_fixes.append(f"{who}: REVOKE ALL ON SCHEMA datatable_roles_dblink FROM PUBLIC;")
     if problems:
         fix = (f"As a superuser, run the bootstrap again (it is idempotent): psql -d "
-               f"{_ident(ctx.database)} -v owner={owner} -f {BOOTSTRAP_SQL}")
-        return [Check("bootstrap", False, "; ".join(problems),
+               f"{_ident(ctx.database)} -v owner={owner} -f {BOOTSTRAP_SQL}" if self_hosted else
+               f"{who}, run the managed set-up again (it is idempotent): psql -d "
+               f"{_ident(ctx.database)} -v owner={owner} -f {MANAGED_SQL}; then, as the role "
+               "the service lets create extensions: CREATE EXTENSION IF NOT EXISTS dblink "
+               "SCHEMA datatable_roles_dblink;")
+        return [Check("bootstrap", False, f"profile {profile}: " + "; ".join(problems),
                       "\n".join([fix, *extra_fixes]))]
     return [Check("bootstrap", True,
-                  f"guard datatable_roles_guard.verifier_is executable by {owner} alone, dblink "
-                  f"in datatable_roles_dblink for {owner} alone, no CONNECT for PUBLIC on "
-                  f"{ctx.database}")]
+                  f"profile {profile} ("
+                  + ("the superuser step's role guard makes role changes fast at scale"
+                     if self_hosted else "no superuser step; nothing reads pg_authid")
+                  + f"), dblink in datatable_roles_dblink for {owner} alone, no CONNECT for "
+                  f"PUBLIC on {ctx.database}")]
 
 
 # ---- migrations and functions -----------------------------------------------------------
@@ -114,8 +106,9 @@ def check_migrations(ctx: _Context) -> list[Check]:
         return [Check("migrations", False,
                       "the package is not installed in this database (no schema "
                       "datatable_roles or no migration recorded)",
-                      f"As a superuser, bootstrap it (psql -d {_ident(ctx.database)} -v "
-                      f"owner=<owner> -f {BOOTSTRAP_SQL}), then: {MIGRATE_FIX}")]
+                      f"Set it up (self-hosted, as a superuser: psql -d {_ident(ctx.database)}"
+                      f" -v owner=<owner> -f {BOOTSTRAP_SQL}; managed: {MANAGED_SQL} and the"
+                      f" extension step, docs/operating.md), then: {MIGRATE_FIX}")]
     applied = {r[0] for r in ctx.rows(f"SELECT migration_id FROM {table}")}
     pending = [m for m in package if m not in applied]
     unknown = sorted(applied - set(package))

@@ -1,5 +1,9 @@
--- The one superuser step, run once per metadata database before the first
--- migration (psql -v owner=<package owner> -f sql/bootstrap.sql):
+-- The self-hosted profile's superuser step, run once per metadata database
+-- before the first migration (psql -v owner=<package owner> -f
+-- sql/bootstrap.sql). Managed PostgreSQL, where nobody is superuser, uses
+-- sql/managed.sql instead: nothing here is needed for correctness or for a
+-- promise of docs/trust.md; the role guard only makes role changes fast at
+-- 10,000 roles on PostgreSQL 16 and later (docs/operating.md).
 --   * dblink, which is not a trusted extension, in a schema of its own that
 --     only the package owner may use. The package reaches each data table
 --     database with it (to move what a dropped login owns: REASSIGN OWNED and
@@ -10,11 +14,8 @@
 --     jobs must not reach it) and given to the owner, WITH GRANT OPTION so
 --     that grant_worker can give it to the worker role. The platform's own
 --     login roles need it too: GRANT CONNECT ON DATABASE <this db> TO <role>.
---   * The guard: datatable_roles_guard.verifier_is(role, verifier), owned by
---     the superuser, the one reader of pg_authid. It tells the owner only
---     whether a non-superuser role's stored password verifier is exactly the
---     one given (the one the package set), so that a login whose password a
---     script changed is healed before it is handed out again.
+--   * No reader of pg_authid: the guard datatable_roles_guard.verifier_is of
+--     earlier releases is dropped.
 --   * The role changes the package makes to its set logins, made for the owner
 --     (PostgreSQL 16 and later): datatable_roles_guard.create_login,
 --     rekey_login, disable_login and drop_login, on roles the owner holds
@@ -137,62 +138,10 @@ CREATE SCHEMA IF NOT EXISTS datatable_roles_guard;
 REVOKE ALL ON SCHEMA datatable_roles_guard FROM PUBLIC;
 GRANT USAGE ON SCHEMA datatable_roles_guard TO :"owner";
 
-CREATE OR REPLACE FUNCTION datatable_roles_guard.verifier_is(p_role text, p_verifier text)
-RETURNS boolean
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
--- Index lookups only, whatever the catalog statistics say: a sequential scan
--- of pg_authid or pg_auth_members costs milliseconds at 10,000 roles, and
--- this runs on every resolve. (PL/pgSQL keeps the plan for the session.)
-SET enable_seqscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
-AS $$
-BEGIN
-    RETURN (
-        -- p_role and every role it is a member of, directly or not, each
-        -- with whether it reaches beyond roles and tables: a superuser, an
-        -- attribute of that kind, or a predefined role (oids below 16384 are
-        -- the system's). Read by oid at each step: the cost is that of the
-        -- role's few memberships, not of the roles in the cluster.
-        WITH RECURSIVE closure (oid, privileged) AS (
-            SELECT a.oid, a.oid < 16384 OR a.rolsuper OR a.rolreplication OR a.rolbypassrls
-                OR a.rolcreaterole OR a.rolcreatedb
-            FROM pg_catalog.pg_authid AS a WHERE a.rolname = p_role
-            UNION
-            SELECT g.oid, g.oid < 16384 OR g.rolsuper OR g.rolreplication OR g.rolbypassrls
-                OR g.rolcreaterole OR g.rolcreatedb
-            FROM closure AS c
-            JOIN pg_catalog.pg_auth_members AS m ON m.member = c.oid
-            JOIN pg_catalog.pg_authid AS g ON g.oid = m.roleid
-        )
-        SELECT a.rolpassword = p_verifier
-        FROM pg_catalog.pg_authid AS a
-        JOIN pg_catalog.pg_authid AS o
-            ON o.rolname = (SELECT po.name FROM datatable_roles_guard.package_owner AS po)
-        WHERE a.rolname = p_role AND a.oid <> o.oid
-            -- A package login: the owner holds it (16+: what it made, with
-            -- ADMIN OPTION; an admin login, which the owner is a member of).
-            -- On 15 the owner holds no such grant: a login named as the
-            -- package names its set logins and link login.
-            AND (
-                EXISTS (
-                    SELECT FROM pg_catalog.pg_auth_members AS m
-                    WHERE m.roleid = a.oid AND m.member = o.oid
-                )
-                OR (
-                    pg_catalog.current_setting('server_version_num')::integer < 160000
-                    AND a.rolname ~ '^(wm_set_[0-9a-f]{40}|dtr_link_[0-9a-f]{20})$'
-                )
-            )
-            -- Nothing privileged in its reach.
-            AND NOT EXISTS (SELECT FROM closure AS c WHERE c.privileged)
-    );
-END;
-$$;
-
-REVOKE ALL ON FUNCTION datatable_roles_guard.verifier_is(text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION datatable_roles_guard.verifier_is(text, text) TO :"owner";
+-- The guard's password check of earlier releases: nothing calls it since
+-- migration 0020 (a changed password is proven by a real login attempt), and
+-- a superuser function that answers questions about passwords is surface.
+DROP FUNCTION IF EXISTS datatable_roles_guard.verifier_is(text, text);
 
 -- The pids of p_role's sessions, which pg_stat_activity shows anyone. As the
 -- owner, reading them right after a role change costs milliseconds: the
@@ -242,8 +191,8 @@ AS $$
 BEGIN
     RETURN EXISTS (
         SELECT FROM pg_catalog.pg_auth_members AS m
-        JOIN pg_catalog.pg_authid AS r ON r.oid = m.roleid
-        JOIN pg_catalog.pg_authid AS o ON o.oid = m.member
+        JOIN pg_catalog.pg_roles AS r ON r.oid = m.roleid
+        JOIN pg_catalog.pg_roles AS o ON o.oid = m.member
         JOIN datatable_roles_guard.package_owner AS po ON po.name = o.rolname
         WHERE r.rolname = p_role AND m.admin_option
             AND NOT (r.rolsuper OR r.rolreplication OR r.rolbypassrls)

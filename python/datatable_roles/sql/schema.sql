@@ -277,15 +277,16 @@ BEGIN
                 datatable_roles.link_login(), why, state);
         END;
     ELSE
-        IF p_entry.admin_verifier IS NOT NULL
-            AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
-            PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
-        END IF;
         BEGIN
             PERFORM datatable_roles.session_open('datatable_roles_acl', p_entry.dbname,
                 p_entry.admin_login, p_entry.admin_password);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            -- Refused while the link login gets in: the admin's password was
+            -- changed outside the package.
+            IF datatable_roles.link_login_fails(p_entry.dbname) IS NULL THEN
+                PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
+            END IF;
             PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
         END;
     END IF;
@@ -1591,11 +1592,7 @@ BEGIN
 
     -- R6/R7: the login that holds exactly the result.
     IF result.refused_case IS NULL THEN
-        IF is_admin AND h.admin_verifier IS NOT NULL
-            AND NOT datatable_roles.verifier_is(h.admin_login, h.admin_verifier) THEN
-            -- Never hand out a password known not to work.
-            result.refused_case := 'admin_password';
-        ELSIF is_admin THEN
+        IF is_admin THEN
             result.role_ids := '{}';
             result.role_names := '{admin}';
             result.login_kind := 'admin';
@@ -1614,11 +1611,11 @@ $$;
 
 ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) RETURNS TABLE(job_workspace text, permissioned_as text, end_user_email text, entry_id bigint, id bigint, workspace text, dbname text, admin_login text, admin_password text, admin_verifier text, default_role text, admin_tenants text[], is_reference boolean, ident_admin boolean, ident_keys text[])
+CREATE FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) RETURNS TABLE(job_workspace text, permissioned_as text, end_user_email text, entry_id bigint, id bigint, workspace text, dbname text, admin_login text, admin_password text, default_role text, admin_tenants text[], is_reference boolean, ident_admin boolean, ident_keys text[])
     LANGUAGE sql STABLE
     AS $$
     SELECT h.job_workspace, h.permissioned_as, h.end_user_email, h.entry_id, h.id, h.workspace,
-        h.dbname, h.admin_login, h.admin_password, h.admin_verifier, h.default_role,
+        h.dbname, h.admin_login, h.admin_password, h.default_role,
         h.admin_tenants, h.is_reference, i.is_admin, i.keys
     FROM (
         SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
@@ -1626,7 +1623,7 @@ CREATE FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_id
             || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
             || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
             d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
-            g.admin_verifier, g.default_role, g.admin_tenants,
+            g.default_role, g.admin_tenants,
             d.governing_id IS NOT NULL AS is_reference
         FROM datatable_roles.job_perms AS j
         LEFT JOIN datatable_roles.datatable AS d
@@ -2086,6 +2083,34 @@ $$;
 
 ALTER FUNCTION datatable_roles.has_identity_setting(p_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.heal_set_login(p_login text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    row_now datatable_roles.datatable_role_set;
+BEGIN
+    PERFORM datatable_roles.lock_set_login(p_login);
+    SELECT s.* INTO row_now FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password <> '' AND s.dbname IS NOT NULL;
+    IF NOT FOUND OR EXISTS (
+        SELECT FROM unnest(row_now.role_ids) AS i (id)
+        WHERE NOT EXISTS (
+            SELECT FROM datatable_roles.catalog_role AS r WHERE r.id = i.id AND r.enabled)
+    ) THEN
+        RETURN 'gone';
+    END IF;
+    IF datatable_roles.login_fails(row_now.dbname, row_now.login, row_now.password) IS NULL THEN
+        RETURN 'works';
+    END IF;
+    PERFORM datatable_roles.require_link_reaches(row_now.dbname);
+    PERFORM datatable_roles.rekey_set_login(row_now);
+    RETURN 'healed';
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.heal_set_login(p_login text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key bytea, OUT outer_key bytea) RETURNS record
     LANGUAGE sql IMMUTABLE STRICT
     AS $$
@@ -2249,6 +2274,15 @@ $$;
 
 ALTER FUNCTION datatable_roles.link_login() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.link_login_fails(p_dbname text) RETURNS text
+    LANGUAGE sql
+    AS $$
+    SELECT datatable_roles.login_fails(p_dbname, c.login, c.password)
+    FROM datatable_roles.link_credential AS c
+$$;
+
+ALTER FUNCTION datatable_roles.link_login_fails(p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2270,7 +2304,7 @@ CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(passw
     FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login
         AND s.password <> ''
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
 $$;
 
 ALTER FUNCTION datatable_roles.live_set_login(p_login text) OWNER TO dtr_owner;
@@ -2349,7 +2383,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.login_group_name(p_instance uuid) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) RETURNS SETOF boolean
+CREATE FUNCTION datatable_roles.login_intact(p_login text, p_dbname text) RETURNS SETOF boolean
     LANGUAGE sql STABLE ROWS 1
     AS $$
     SELECT true
@@ -2365,10 +2399,9 @@ CREATE FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_db
                 SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
             )
         )
-        AND datatable_roles.verifier_is(p_login, p_verifier)
 $$;
 
-ALTER FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.login_intact(p_login text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(kind text, login text, password text)
     LANGUAGE sql STABLE
@@ -2804,9 +2837,6 @@ BEGIN
                     THEN 'the viewer is not a member of the governing workspace'
                 ELSE 'the viewer is a tenant of no role' END);
         hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
-    WHEN 'admin_password' THEN
-        SELECT a.message, a.hint INTO message, hint
-        FROM datatable_roles.admin_password_refusal(label, g.admin_login) AS a;
     END CASE;
 END;
 $$;
@@ -2820,10 +2850,6 @@ CREATE FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_datatable t
 DECLARE
     r record;
 BEGIN
-    IF d.refused_case = 'admin_password' THEN
-        PERFORM datatable_roles.refuse_admin_password(format('%s/%s', d.job_workspace, p_datatable),
-            (SELECT g.admin_login FROM datatable_roles.datatable AS g WHERE g.id = d.datatable_id));
-    END IF;
     SELECT f.message, f.hint INTO r FROM datatable_roles.refusal_of(d, p_datatable, p_role) AS f;
     RAISE EXCEPTION '%', r.message
         USING ERRCODE = 'insufficient_privilege', HINT = r.hint,
@@ -2850,6 +2876,36 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) OWNER TO dtr_owner;
+
+CREATE TABLE datatable_roles.datatable_role_set (
+    login text NOT NULL,
+    role_ids bigint[] NOT NULL,
+    password text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone NOT NULL,
+    dbname text,
+    verifier text,
+    rotated_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE datatable_roles.datatable_role_set OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    made record;
+BEGIN
+    SELECT m.* INTO made FROM datatable_roles.make_login(p_row.login, p_row.dbname, p_row.role_ids) AS m;
+    UPDATE datatable_roles.datatable_role_set AS s
+    SET password = made.password, verifier = made.verifier,
+        rotated_at = (SELECT datatable_roles.clock_now())
+    WHERE s.login = p_row.login;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.remote_script_body(p_name text) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -2959,6 +3015,23 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.require_governing_datatable(p_workspace text, p_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_link_reaches(p_dbname text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    why text := datatable_roles.link_login_fails(p_dbname);
+BEGIN
+    IF why IS NOT NULL THEN
+        RAISE EXCEPTION 'database % cannot be reached by the package now', quote_ident(p_dbname)
+            USING ERRCODE = 'sqlclient_unable_to_establish_sqlconnection', DETAIL = why,
+                  HINT = 'Nothing was changed; try again when the database takes connections.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_link_reaches(p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.require_member(p_workspace text, p_username text) RETURNS TABLE(username text, email text, is_admin boolean, incarnation text)
     LANGUAGE plpgsql STABLE
@@ -3209,9 +3282,9 @@ DECLARE
     fresh_verifier text := datatable_roles.verifier_for(fresh);
 BEGIN
     SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR UPDATE;
-    IF link.verifier IS NOT NULL AND datatable_roles.verifier_is(link.login, link.verifier)
-        AND link.rotated_at >= (SELECT datatable_roles.clock_now())
-            - (SELECT s.rotate_every FROM datatable_roles.settings AS s) THEN
+    IF link.rotated_at >= (SELECT datatable_roles.clock_now())
+            - (SELECT s.rotate_every FROM datatable_roles.settings AS s)
+        AND datatable_roles.link_login_fails(current_database()) IS NULL THEN
         RETURN;
     END IF;
     EXECUTE format('ALTER ROLE %I PASSWORD %L', link.login, fresh_verifier);
@@ -3229,7 +3302,6 @@ CREATE FUNCTION datatable_roles.rotate_or_heal(p_login text) RETURNS text
     AS $$
 DECLARE
     row_now datatable_roles.datatable_role_set;
-    made record;
     outcome text;
 BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
@@ -3239,7 +3311,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF NOT EXISTS (
-        SELECT FROM datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname))
+        SELECT FROM datatable_roles.login_intact(row_now.login, row_now.dbname))
         OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname)) THEN
         outcome := 'healed';
     ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
@@ -3257,11 +3329,7 @@ BEGIN
     ) THEN
         RETURN NULL;
     END IF;
-    SELECT m.* INTO made FROM datatable_roles.make_login(row_now.login, row_now.dbname, row_now.role_ids) AS m;
-    UPDATE datatable_roles.datatable_role_set AS s
-    SET password = made.password, verifier = made.verifier,
-        rotated_at = (SELECT datatable_roles.clock_now())
-    WHERE s.login = p_login;
+    PERFORM datatable_roles.rekey_set_login(row_now);
     RETURN outcome;
 END;
 $$;
@@ -3437,12 +3505,14 @@ $$;
 ALTER FUNCTION datatable_roles.signature_of(p_function regprocedure) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
-    LANGUAGE sql STABLE
+    LANGUAGE sql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     SET jit TO 'off'
     AS $$
     SELECT jsonb_build_object(
         'instance_id', st.instance_id,
+        'profile', CASE WHEN to_regnamespace('datatable_roles_guard') IS NOT NULL
+            THEN 'self-hosted' ELSE 'managed' END,
         'unused_after', st.unused_after::text,
         'touch_every', st.touch_every::text,
         'rotate_every', st.rotate_every::text, 'directory', st.directory,
@@ -3457,8 +3527,9 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
             ELSE jsonb_build_object(
                 'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
                 'admin_login', d.admin_login,
-                'admin_password_ok', CASE WHEN d.admin_verifier IS NOT NULL
-                    THEN datatable_roles.verifier_is(d.admin_login, d.admin_verifier) END,
+                'admin_password_ok', CASE WHEN d.admin_password IS NOT NULL
+                    THEN datatable_roles.login_fails(d.dbname, d.admin_login, d.admin_password)
+                        IS NULL END,
                 'default_role', nullif(d.default_role, datatable_roles.no_default()),
                 'default_is_admin', d.default_role = 'admin',
                 'roles', jsonb_build_array(jsonb_build_object(
@@ -3498,7 +3569,7 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 'rotated_at', s.rotated_at,
                 'intact', s.password <> ''
                     AND EXISTS (
-                        SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname)),
+                        SELECT FROM datatable_roles.login_intact(s.login, s.dbname)),
                 'stale', EXISTS (SELECT FROM datatable_roles.is_sweepable(s.last_used_at,
                     s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null))))
                 ORDER BY s.last_used_at DESC, s.login)
@@ -3724,7 +3795,7 @@ CREATE FUNCTION datatable_roles.sweep_victims(p_state jsonb) RETURNS text[]
                 s.rotated_at < (SELECT datatable_roles.clock_now())
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
                 OR NOT EXISTS (
-                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+                    SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
                 OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
             ORDER BY s.login)
         ELSE '{}'::text []
@@ -4008,7 +4079,7 @@ CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigin
     WHERE s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n)
         AND s.password <> ''
         AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
 $$;
 
 ALTER FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
@@ -4032,14 +4103,6 @@ CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
 $$;
 
 ALTER FUNCTION datatable_roles.verifier_for(p_password text) OWNER TO dtr_owner;
-
-CREATE FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) RETURNS boolean
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT coalesce(datatable_roles_guard.verifier_is(p_role, p_verifier), false)
-$$;
-
-ALTER FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) RETURNS TABLE(username text, email text, incarnation text, ids bigint[])
     LANGUAGE sql STABLE
@@ -4441,6 +4504,39 @@ END;
 $$;
 
 ALTER FUNCTION public.forget_workspace_user(workspace text, username text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.heal_refused_login(login text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    entry datatable_roles.datatable;
+BEGIN
+    PERFORM datatable_roles.require(heal_refused_login.login, 'login');
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable_role_set AS s WHERE s.login = heal_refused_login.login
+    ) THEN
+        RETURN datatable_roles.heal_set_login(heal_refused_login.login);
+    END IF;
+    SELECT d.* INTO entry FROM datatable_roles.datatable AS d
+    WHERE d.admin_login = heal_refused_login.login AND d.governing_id IS NULL
+    ORDER BY d.id LIMIT 1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'login % is not one this instance hands out',
+            quote_ident(left(heal_refused_login.login, 80))
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password) IS NULL THEN
+        RETURN 'works';
+    END IF;
+    PERFORM datatable_roles.require_link_reaches(entry.dbname);
+    PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
+        entry.admin_login);
+    RETURN NULL;  -- not reached: refuse_admin_password raises
+END;
+$$;
+
+ALTER FUNCTION public.heal_refused_login(login text) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.plan_datatable_acl(workspace text, datatable text, target jsonb, change jsonb) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5224,19 +5320,6 @@ CREATE TABLE datatable_roles.datatable_role (
 
 ALTER TABLE datatable_roles.datatable_role OWNER TO dtr_owner;
 
-CREATE TABLE datatable_roles.datatable_role_set (
-    login text NOT NULL,
-    role_ids bigint[] NOT NULL,
-    password text NOT NULL,
-    created_at timestamp with time zone NOT NULL,
-    last_used_at timestamp with time zone NOT NULL,
-    dbname text,
-    verifier text,
-    rotated_at timestamp with time zone NOT NULL
-);
-
-ALTER TABLE datatable_roles.datatable_role_set OWNER TO dtr_owner;
-
 CREATE TABLE datatable_roles.entry_point (
     signature text NOT NULL,
     caller text NOT NULL,
@@ -5624,6 +5707,8 @@ REVOKE ALL ON FUNCTION datatable_roles.guard_changes_roles() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.has_identity_setting(p_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.heal_set_login(p_login text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.hmac_keys(p_key bytea, OUT inner_key bytea, OUT outer_key bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea) FROM PUBLIC;
@@ -5639,6 +5724,8 @@ REVOKE ALL ON FUNCTION datatable_roles.key_names_member(p_workspace text, p_key 
 REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_login() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.link_login_fails(p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_session_open(p_name text, p_dbname text) FROM PUBLIC;
 
@@ -5656,7 +5743,7 @@ REVOKE ALL ON FUNCTION datatable_roles.login_group() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_group_name(p_instance uuid) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.login_intact(p_login text, p_verifier text, p_dbname text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.login_intact(p_login text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
@@ -5696,6 +5783,8 @@ REVOKE ALL ON FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_data
 
 REVOKE ALL ON FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.remote_script_body(p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.renew_link_login() FROM PUBLIC;
@@ -5705,6 +5794,8 @@ REVOKE ALL ON FUNCTION datatable_roles.require(p_value anyelement, p_argument te
 REVOKE ALL ON FUNCTION datatable_roles.require_datatable(p_workspace text, p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require_governing_datatable(p_workspace text, p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.require_link_reaches(p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require_member(p_workspace text, p_username text) FROM PUBLIC;
 
@@ -5790,8 +5881,6 @@ REVOKE ALL ON FUNCTION datatable_roles.user_key_stale(p_workspace text, p_userna
 
 REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.add_group_member(workspace text, group_name text, username text) FROM PUBLIC;
@@ -5813,6 +5902,8 @@ REVOKE ALL ON FUNCTION public.drop_datatable_role(name text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.explain_datatable_role(job_id uuid, datatable text, role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.forget_workspace_user(workspace text, username text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.heal_refused_login(login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.plan_datatable_acl(workspace text, datatable text, target jsonb, change jsonb) FROM PUBLIC;
 

@@ -4,18 +4,6 @@
 -- one data table database, catalog roles are never logged in as, passwords
 -- are rotated and healed, and generated logins share a login group.
 
--- The guard that tells a changed password (sql/bootstrap.sql, a superuser step).
-DO $$
-BEGIN
-    IF to_regprocedure('datatable_roles_guard.verifier_is(text, text)') IS NULL
-        OR NOT has_function_privilege('datatable_roles_guard.verifier_is(text, text)', 'EXECUTE') THEN
-        RAISE EXCEPTION 'datatable_roles_guard.verifier_is is missing'
-            USING ERRCODE = 'undefined_function',
-                  HINT = 'Run sql/bootstrap.sql again as a superuser (psql -d <this database> -v owner=<package owner> -f sql/bootstrap.sql), then migrate.';
-    END IF;
-END;
-$$;
-
 ALTER TABLE datatable_roles.settings
 ADD COLUMN rotate_every interval NOT NULL DEFAULT '1 day',
 ADD COLUMN login_group text;

@@ -1,6 +1,7 @@
 -- The worker's calls: what the platform's worker role runs for each job
--- (record it, resolve or explain a data table's login, the result cache's
--- path) and the roles a member may use, for a role picker. Granted by
+-- (record it, resolve or explain a data table's login, heal a login whose
+-- connection was refused, the result cache's path) and the roles a member
+-- may use, for a role picker. Granted by
 -- datatable_roles.grant_worker; the owner may run them too. Each is
 -- SECURITY DEFINER: it runs as the package owner with its search_path pinned.
 
@@ -80,9 +81,9 @@ $$;
 -- Returns one row: the database, the login, its password, the roles it
 -- holds (sorted names; {admin} for the admin login) and login_kind ('admin',
 -- 'role' or 'set'). A refusal raises 42501 with the data table, the rule
--- (also in the error's CONSTRAINT field, e.g. 'R5'), and the fix; an admin
--- login whose password was changed outside the package raises 55000
--- (CONSTRAINT admin_password) rather than hand out a password that fails.
+-- (also in the error's CONSTRAINT field, e.g. 'R5'), and the fix. A login
+-- whose password was changed outside the package is handed out as stored:
+-- the connection is refused, and heal_refused_login heals it.
 CREATE OR REPLACE FUNCTION public.resolve_datatable_role(
     job_id uuid, datatable text, role text DEFAULT null, for_migration boolean DEFAULT false,
     OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text
@@ -278,6 +279,49 @@ BEGIN
 END;
 $$;
 
+-- A job's connection with a login that resolve handed out was refused
+-- (28P01): the worker calls this, then resolves again (Client.connect
+-- does). Nothing on the hot path reads passwords (pg_authid is the
+-- superuser's), so a password a script gave its login shows itself here.
+-- For a set login the stored password is proven to fail by a real login
+-- attempt before the login is re-keyed (heal_set_login): 'healed', 'works'
+-- (it logs in: a spurious report changes nothing) or 'gone' (the next
+-- resolve makes it again). A data table's admin login, whose password the
+-- package does not own, raises 55000 (CONSTRAINT admin_password) once its
+-- failure is proven, or returns 'works'. 42704 for any other login; 08001
+-- when the database cannot be reached (nothing changed).
+CREATE OR REPLACE FUNCTION public.heal_refused_login(login text)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    entry datatable_roles.datatable;
+BEGIN
+    PERFORM datatable_roles.require(heal_refused_login.login, 'login');
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable_role_set AS s WHERE s.login = heal_refused_login.login
+    ) THEN
+        RETURN datatable_roles.heal_set_login(heal_refused_login.login);
+    END IF;
+    SELECT d.* INTO entry FROM datatable_roles.datatable AS d
+    WHERE d.admin_login = heal_refused_login.login AND d.governing_id IS NULL
+    ORDER BY d.id LIMIT 1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'login % is not one this instance hands out',
+            quote_ident(left(heal_refused_login.login, 80))
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password) IS NULL THEN
+        RETURN 'works';
+    END IF;
+    PERFORM datatable_roles.require_link_reaches(entry.dbname);
+    PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
+        entry.admin_login);
+    RETURN NULL;  -- not reached: refuse_admin_password raises
+END;
+$$;
+
 -- The worker calls (datatable_roles.entry_point), read by grant_calls,
 -- the doctor and tests/test_docs_agree.py. A typo fails here.
 INSERT INTO datatable_roles.entry_point (signature, caller)
@@ -287,5 +331,6 @@ FROM unnest(ARRAY[
     'public.resolve_datatable_role(uuid,text,text,boolean)',
     'public.explain_datatable_role(uuid,text,text)',
     'public.cached_result_path(uuid,text,jsonb)',
-    'public.usable_datatable_roles(text,text,text)'
+    'public.usable_datatable_roles(text,text,text)',
+    'public.heal_refused_login(text)'
 ]::regprocedure[]) AS f (f);

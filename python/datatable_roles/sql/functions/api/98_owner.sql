@@ -604,18 +604,21 @@ $$;
 
 -- Everything `datatable-roles status` shows, as jsonb, read as the owner. No
 -- password is read, only whether one is set. Shape (docs/sql-api.md):
--- instance_id, unused_after, touch_every, clock_offset, now; datatables (a
+-- instance_id, profile, unused_after, touch_every, clock_offset, now; datatables (a
 -- reference: workspace, name, reference_to; otherwise workspace, name,
 -- dbname, admin_login, default_role (NULL for none), default_is_admin, roles:
 -- admin first, then by name); catalog_roles; set_logins, most recent first.
 CREATE OR REPLACE FUNCTION datatable_roles.status_report()
 RETURNS jsonb
-LANGUAGE sql STABLE
+-- VOLATILE: it tries each admin login's stored password with a real login.
+LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, datatable_roles, pg_temp
 SET jit = off
 AS $$
     SELECT jsonb_build_object(
         'instance_id', st.instance_id,
+        'profile', CASE WHEN to_regnamespace('datatable_roles_guard') IS NOT NULL
+            THEN 'self-hosted' ELSE 'managed' END,
         'unused_after', st.unused_after::text,
         'touch_every', st.touch_every::text,
         'rotate_every', st.rotate_every::text, 'directory', st.directory,
@@ -630,8 +633,9 @@ AS $$
             ELSE jsonb_build_object(
                 'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
                 'admin_login', d.admin_login,
-                'admin_password_ok', CASE WHEN d.admin_verifier IS NOT NULL
-                    THEN datatable_roles.verifier_is(d.admin_login, d.admin_verifier) END,
+                'admin_password_ok', CASE WHEN d.admin_password IS NOT NULL
+                    THEN datatable_roles.login_fails(d.dbname, d.admin_login, d.admin_password)
+                        IS NULL END,
                 'default_role', nullif(d.default_role, datatable_roles.no_default()),
                 'default_is_admin', d.default_role = 'admin',
                 'roles', jsonb_build_array(jsonb_build_object(
@@ -671,7 +675,7 @@ AS $$
                 'rotated_at', s.rotated_at,
                 'intact', s.password <> ''
                     AND EXISTS (
-                        SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname)),
+                        SELECT FROM datatable_roles.login_intact(s.login, s.dbname)),
                 'stale', EXISTS (SELECT FROM datatable_roles.is_sweepable(s.last_used_at,
                     s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null))))
                 ORDER BY s.last_used_at DESC, s.login)

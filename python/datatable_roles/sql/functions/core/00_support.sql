@@ -219,16 +219,6 @@ AS $$
     SELECT s.login_group FROM datatable_roles.settings AS s
 $$;
 
--- Whether p_role's stored verifier is p_verifier, the one the package set:
--- the superuser-owned guard of sql/bootstrap.sql reads pg_authid for it.
--- NULL (no such role, or one the guard does not answer for) counts as no.
-CREATE OR REPLACE FUNCTION datatable_roles.verifier_is(p_role text, p_verifier text)
-RETURNS boolean
-LANGUAGE sql STABLE
-AS $$
-    SELECT coalesce(datatable_roles_guard.verifier_is(p_role, p_verifier), false)
-$$;
-
 -- 64 hex digits from two random UUIDs: 244 bits from pg_strong_random.
 CREATE OR REPLACE FUNCTION datatable_roles.new_password() RETURNS text
 LANGUAGE sql VOLATILE

@@ -87,15 +87,15 @@ BEGIN
 END;
 $$;
 
--- A login is intact when nobody but the package changed it: the package's
--- attributes, no setting in its database or globally, and the verifier the
--- package set (a script may ALTER ROLE CURRENT_USER PASSWORD or SET, and
--- must not keep a private password, nor leave settings that every other
--- viewer of the login would then inherit). Settings of other databases act
--- nowhere the login can connect: the sweep's (login_settings_elsewhere).
-CREATE OR REPLACE FUNCTION datatable_roles.login_intact(
-    p_login text, p_verifier text, p_dbname text
-)
+-- A login is intact when nobody but the package changed what any role may
+-- read of it: the package's attributes, and no setting in its database or
+-- globally (a script may ALTER ROLE CURRENT_USER SET, and must not leave
+-- settings that every other viewer of the login would then inherit).
+-- Settings of other databases act nowhere the login can connect: the
+-- sweep's (login_settings_elsewhere). A password the login gave itself is
+-- not read here (that needs pg_authid): the next connection with the
+-- package's password is refused, and heal_refused_login proves and heals it.
+CREATE OR REPLACE FUNCTION datatable_roles.login_intact(p_login text, p_dbname text)
 RETURNS SETOF boolean
 LANGUAGE sql STABLE ROWS 1
 -- A row when intact, none otherwise: set-returning, so that the planner
@@ -116,7 +116,6 @@ AS $$
                 SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
             )
         )
-        AND datatable_roles.verifier_is(p_login, p_verifier)
 $$;
 
 -- A live login: its row has a password, and the login exists, may log in
@@ -131,7 +130,7 @@ AS $$
     FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login
         AND s.password <> ''
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
 $$;
 
 -- The login of these roles on this database and its password, when it may
@@ -151,7 +150,7 @@ AS $$
     WHERE s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n)
         AND s.password <> ''
         AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
 $$;
 
 -- Whether set logins are made, re-keyed, disabled and dropped by the
@@ -516,7 +515,6 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     row_now datatable_roles.datatable_role_set;
-    made record;
     outcome text;
 BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
@@ -526,7 +524,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF NOT EXISTS (
-        SELECT FROM datatable_roles.login_intact(row_now.login, row_now.verifier, row_now.dbname))
+        SELECT FROM datatable_roles.login_intact(row_now.login, row_now.dbname))
         OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname)) THEN
         outcome := 'healed';
     ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
@@ -544,12 +542,26 @@ BEGIN
     ) THEN
         RETURN NULL;
     END IF;
-    SELECT m.* INTO made FROM datatable_roles.make_login(row_now.login, row_now.dbname, row_now.role_ids) AS m;
+    PERFORM datatable_roles.rekey_set_login(row_now);
+    RETURN outcome;
+END;
+$$;
+
+-- A live login's new password (make_login: the login made exact again) and
+-- its row's, under the login's lock, which the caller holds.
+CREATE OR REPLACE FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    made record;
+BEGIN
+    SELECT m.* INTO made FROM datatable_roles.make_login(p_row.login, p_row.dbname, p_row.role_ids) AS m;
     UPDATE datatable_roles.datatable_role_set AS s
     SET password = made.password, verifier = made.verifier,
         rotated_at = (SELECT datatable_roles.clock_now())
-    WHERE s.login = p_login;
-    RETURN outcome;
+    WHERE s.login = p_row.login;
 END;
 $$;
 

@@ -192,13 +192,13 @@ CREATE OR REPLACE FUNCTION datatable_roles.decide_job(
 RETURNS TABLE (
     job_workspace text, permissioned_as text, end_user_email text, entry_id bigint,
     id bigint, workspace text, dbname text, admin_login text, admin_password text,
-    admin_verifier text, default_role text, admin_tenants text[], is_reference boolean,
+    default_role text, admin_tenants text[], is_reference boolean,
     ident_admin boolean, ident_keys text[]
 )
 LANGUAGE sql STABLE
 AS $$
     SELECT h.job_workspace, h.permissioned_as, h.end_user_email, h.entry_id, h.id, h.workspace,
-        h.dbname, h.admin_login, h.admin_password, h.admin_verifier, h.default_role,
+        h.dbname, h.admin_login, h.admin_password, h.default_role,
         h.admin_tenants, h.is_reference, i.is_admin, i.keys
     FROM (
         SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
@@ -206,7 +206,7 @@ AS $$
             || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
             || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
             d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
-            g.admin_verifier, g.default_role, g.admin_tenants,
+            g.default_role, g.admin_tenants,
             d.governing_id IS NOT NULL AS is_reference
         FROM datatable_roles.job_perms AS j
         LEFT JOIN datatable_roles.datatable AS d
@@ -316,11 +316,7 @@ BEGIN
 
     -- R6/R7: the login that holds exactly the result.
     IF result.refused_case IS NULL THEN
-        IF is_admin AND h.admin_verifier IS NOT NULL
-            AND NOT datatable_roles.verifier_is(h.admin_login, h.admin_verifier) THEN
-            -- Never hand out a password known not to work.
-            result.refused_case := 'admin_password';
-        ELSIF is_admin THEN
+        IF is_admin THEN
             result.role_ids := '{}';
             result.role_names := '{admin}';
             result.login_kind := 'admin';

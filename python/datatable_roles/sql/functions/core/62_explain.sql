@@ -5,10 +5,11 @@
 -- explain_datatable_role shows it (refusal_of, explain_steps).
 
 -- The refusal of an admin login whose password was changed outside the
--- package (55000, CONSTRAINT admin_password): resolve never hands out a
--- password known not to work, and the grants editor does not connect with
--- it. p_label is the data table as the caller named it (workspace/name),
--- NULL for the grants editor's form of the message.
+-- package (55000, CONSTRAINT admin_password): heal_refused_login raises it
+-- once a real login attempt proved the stored password fails, and the
+-- grants editor when its login as admin is refused. p_label is the data
+-- table as the caller named it (workspace/name), NULL for the grants
+-- editor's form of the message.
 CREATE OR REPLACE FUNCTION datatable_roles.admin_password_refusal(
     p_label text, p_admin_login text, OUT message text, OUT hint text
 )
@@ -91,15 +92,12 @@ BEGIN
                     THEN 'the viewer is not a member of the governing workspace'
                 ELSE 'the viewer is a tenant of no role' END);
         hint := 'Name a role in the connection, set a default role the job identity may use, or add the viewer to a role''s tenants.';
-    WHEN 'admin_password' THEN
-        SELECT a.message, a.hint INTO message, hint
-        FROM datatable_roles.admin_password_refusal(label, g.admin_login) AS a;
     END CASE;
 END;
 $$;
 
 -- Raises a refused decision as resolve_datatable_role does: 42501 with the
--- rule in DETAIL and CONSTRAINT, or refuse_admin_password's 55000.
+-- rule in DETAIL and CONSTRAINT.
 CREATE OR REPLACE FUNCTION datatable_roles.refuse(
     d datatable_roles.decision, p_datatable text, p_role text
 )
@@ -110,10 +108,6 @@ AS $$
 DECLARE
     r record;
 BEGIN
-    IF d.refused_case = 'admin_password' THEN
-        PERFORM datatable_roles.refuse_admin_password(format('%s/%s', d.job_workspace, p_datatable),
-            (SELECT g.admin_login FROM datatable_roles.datatable AS g WHERE g.id = d.datatable_id));
-    END IF;
     SELECT f.message, f.hint INTO r FROM datatable_roles.refusal_of(d, p_datatable, p_role) AS f;
     RAISE EXCEPTION '%', r.message
         USING ERRCODE = 'insufficient_privilege', HINT = r.hint,

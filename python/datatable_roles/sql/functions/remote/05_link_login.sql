@@ -51,6 +51,35 @@ BEGIN
 END;
 $$;
 
+-- A login attempt as the link login into p_dbname (login_fails).
+CREATE OR REPLACE FUNCTION datatable_roles.link_login_fails(p_dbname text)
+RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.login_fails(p_dbname, c.login, c.password)
+    FROM datatable_roles.link_credential AS c
+$$;
+
+-- A login refused in p_dbname is refused for itself only when the link
+-- login, whose password the package holds, still gets in there: 08001 with
+-- libpq's reason otherwise (the server is away, full, or refuses the
+-- package too), and nothing is changed on the strength of that refusal.
+CREATE OR REPLACE FUNCTION datatable_roles.require_link_reaches(p_dbname text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    why text := datatable_roles.link_login_fails(p_dbname);
+BEGIN
+    IF why IS NOT NULL THEN
+        RAISE EXCEPTION 'database % cannot be reached by the package now', quote_ident(p_dbname)
+            USING ERRCODE = 'sqlclient_unable_to_establish_sqlconnection', DETAIL = why,
+                  HINT = 'Nothing was changed; try again when the database takes connections.';
+    END IF;
+END;
+$$;
+
 -- Runs statements in a database of the cluster as the link login, in a
 -- session of their own (committed there, whatever happens here). The
 -- session pins its search_path before anything else runs: a data table's
@@ -69,7 +98,8 @@ END;
 $$;
 
 -- The link login gets a new password every rotate_every, and at once when
--- it is not the one the package set.
+-- the one the package holds no longer logs in (a real login attempt into
+-- this database, where the link login has CONNECT: pg_authid is not read).
 CREATE OR REPLACE FUNCTION datatable_roles.rotate_link_login()
 RETURNS void
 LANGUAGE plpgsql
@@ -81,9 +111,9 @@ DECLARE
     fresh_verifier text := datatable_roles.verifier_for(fresh);
 BEGIN
     SELECT c.* INTO link FROM datatable_roles.link_credential AS c FOR UPDATE;
-    IF link.verifier IS NOT NULL AND datatable_roles.verifier_is(link.login, link.verifier)
-        AND link.rotated_at >= (SELECT datatable_roles.clock_now())
-            - (SELECT s.rotate_every FROM datatable_roles.settings AS s) THEN
+    IF link.rotated_at >= (SELECT datatable_roles.clock_now())
+            - (SELECT s.rotate_every FROM datatable_roles.settings AS s)
+        AND datatable_roles.link_login_fails(current_database()) IS NULL THEN
         RETURN;
     END IF;
     EXECUTE format('ALTER ROLE %I PASSWORD %L', link.login, fresh_verifier);

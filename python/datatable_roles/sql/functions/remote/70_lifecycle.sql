@@ -1,5 +1,6 @@
 -- Set-login lifecycle (docs/lifecycle.md): moving what a login owns to the
--- admin login, the 30-day sweep, stray sessions, and dropping catalog roles.
+-- admin login, the 30-day sweep, stray sessions, dropping catalog roles, and
+-- healing a login whose connection was refused.
 
 -- The databases where p_login owns or holds something, each with the admin
 -- login of its data table (NULL when it is not a data table database). No
@@ -307,7 +308,7 @@ AS $$
                 s.rotated_at < (SELECT datatable_roles.clock_now())
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
                 OR NOT EXISTS (
-                    SELECT FROM datatable_roles.login_intact(s.login, s.verifier, s.dbname))
+                    SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
                 OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
             ORDER BY s.login)
         ELSE '{}'::text []
@@ -396,4 +397,40 @@ AS $$
         'skipped', p_state -> 'skipped', 'unfinished', p_state -> 'unfinished',
         'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed',
         'forgotten_user_keys', p_state -> 'forgotten')
+$$;
+
+-- A set login the worker reports refused (28P01 on a job's connection): a
+-- script may have given it a password of its own. Under the login's lock,
+-- a real login attempt with the stored password must fail while the link
+-- login still gets in to the same database (the server is up and takes the
+-- package's logins) before the login is re-keyed, so that a spurious report
+-- never re-keys a working login. Returns 'healed', 'works' (the stored
+-- password logs in: nothing done) or 'gone' (no live row: the next resolve
+-- makes it again). A role of the set disabled or dropped meanwhile is
+-- retirement's: 'gone'.
+CREATE OR REPLACE FUNCTION datatable_roles.heal_set_login(p_login text)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    row_now datatable_roles.datatable_role_set;
+BEGIN
+    PERFORM datatable_roles.lock_set_login(p_login);
+    SELECT s.* INTO row_now FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password <> '' AND s.dbname IS NOT NULL;
+    IF NOT FOUND OR EXISTS (
+        SELECT FROM unnest(row_now.role_ids) AS i (id)
+        WHERE NOT EXISTS (
+            SELECT FROM datatable_roles.catalog_role AS r WHERE r.id = i.id AND r.enabled)
+    ) THEN
+        RETURN 'gone';
+    END IF;
+    IF datatable_roles.login_fails(row_now.dbname, row_now.login, row_now.password) IS NULL THEN
+        RETURN 'works';
+    END IF;
+    PERFORM datatable_roles.require_link_reaches(row_now.dbname);
+    PERFORM datatable_roles.rekey_set_login(row_now);
+    RETURN 'healed';
+END;
 $$;

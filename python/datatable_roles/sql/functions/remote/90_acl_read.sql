@@ -341,15 +341,16 @@ BEGIN
                 datatable_roles.link_login(), why, state);
         END;
     ELSE
-        IF p_entry.admin_verifier IS NOT NULL
-            AND NOT datatable_roles.verifier_is(p_entry.admin_login, p_entry.admin_verifier) THEN
-            PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
-        END IF;
         BEGIN
             PERFORM datatable_roles.session_open('datatable_roles_acl', p_entry.dbname,
                 p_entry.admin_login, p_entry.admin_password);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            -- Refused while the link login gets in: the admin's password was
+            -- changed outside the package.
+            IF datatable_roles.link_login_fails(p_entry.dbname) IS NULL THEN
+                PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
+            END IF;
             PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
         END;
     END IF;

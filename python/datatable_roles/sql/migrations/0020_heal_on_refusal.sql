@@ -1,0 +1,13 @@
+-- depends: 0019_cancel_reaches_remote
+-- functions: af221addec21d1f34a9e9cdbfd90b4fa489ad62432257785448ae2607ede19b0
+-- No step reads pg_authid any more (issue 24): a password a script gave its
+-- login shows itself when the next job's connection is refused, and the new
+-- worker call heal_refused_login proves with a real login attempt that the
+-- stored password fails before it re-keys the login (or, for a data table's
+-- admin login, names the fix). The resolve no longer calls the superuser
+-- step's guard datatable_roles_guard.verifier_is, so the package installs
+-- without it (managed PostgreSQL). Signatures that changed are dropped here;
+-- the post-apply hook creates the new ones.
+DROP FUNCTION IF EXISTS datatable_roles.verifier_is(text, text);
+DROP FUNCTION IF EXISTS datatable_roles.login_intact(text, text, text);
+DROP FUNCTION IF EXISTS datatable_roles.decide_job(uuid, text, boolean);
