@@ -1,7 +1,7 @@
 # datatable-roles: developer and CI entry points.
 #   make test    install what is missing (PostgreSQL 16-18 binaries into .pg/), then lint,
 #                and plpgsql_check (15) + pg_prove + pytest on a throwaway cluster of each
-#                of PG="15 16 17 18", two at a time
+#                of PG="15 16 17 18 17-managed" (the last: 17 in the managed profile), two at a time
 #   make demo    install what is missing, then a tour on a throwaway cluster: per-viewer
 #                rows under each kind of default role (the lab's: lab/)
 #   make bench   the speed ratios of README.md, on a throwaway cluster (a few minutes; lab/)
@@ -46,13 +46,15 @@ $(STAMP): requirements.txt python/pyproject.toml lab/pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -e python/ -e lab/
 	touch $@
 
-# The PostgreSQL versions of `make test` (`make test PG=17` for one).
-PG ?= 15 16 17 18
+# The PostgreSQL versions of `make test` (`make test PG=17` for one; 17-managed: 17 in the
+# managed install profile, no superuser step but the extension step).
+PG ?= 15 16 17 18 17-managed
 PG_CLIENT_BIN := $(CURDIR)/.pg/client/bin
 
 # Server binaries of 16-18 and the 18.x client programs, fetched once into .pg/.
 pg-bin: $(STAMP)
-	PYTHON=$(VENV)/bin/python bash tools/fetch-postgres.sh client $(filter-out 15,$(PG))
+	PYTHON=$(VENV)/bin/python bash tools/fetch-postgres.sh client \
+	    $(sort $(filter-out 15,$(subst -managed,,$(PG))))
 
 test: deps pg-bin
 	DTR_PYTHON=$(VENV)/bin/python bash tests/matrix.sh $(PG)

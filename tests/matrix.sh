@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: sqlfluff once, then every check on each PostgreSQL version named (default
-# 15 16 17 18), two versions at a time (DTR_MATRIX_JOBS, 1 for one after another), each on
+# 15 16 17 18 17-managed: a version with -managed runs in the managed install profile,
+# DTR_PROFILE=managed, no superuser step but CREATE EXTENSION dblink), two versions at a time (DTR_MATRIX_JOBS, 1 for one after another), each on
 # its own throwaway cluster, each version's output printed whole once all have ended, each
 # version's failure not hiding the others'. plpgsql_check runs on 15 only (Debian builds it for 15
 # alone); the version-independent pytest tests (tests/conftest.py) on the first version
@@ -34,25 +35,27 @@ reachable() {
 }
 
 server_bin() {
-    if [[ $1 == 15 ]]; then echo /usr/lib/postgresql/15/bin; else echo "$(reachable "$PWD/.pg/$1")/bin"; fi
+    local major=${1%-managed}
+    if [[ $major == 15 ]]; then echo /usr/lib/postgresql/15/bin; else echo "$(reachable "$PWD/.pg/$major")/bin"; fi
 }
 
 versions=("$@")
-((${#versions[@]})) || versions=(15 16 17 18)
+((${#versions[@]})) || versions=(15 16 17 18 17-managed)
 
 echo "== every version" >>"$results"
 DTR_RESULTS=$results bash tests/run_checks.sh sqlfluff || status=1
 # One version's checks; its lines of the summary go to $2.
 run_version() {
-    local version=$1 out=$2 start=$SECONDS steps
+    local version=$1 out=$2 start=$SECONDS steps profile=self-hosted
+    [[ $version == *-managed ]] && profile=managed
     # The version-independent tests (tests/conftest.py) on the first version only.
     steps=(pg_prove pytest_each)
     [[ $version == "${versions[0]}" ]] && steps=(pg_prove pytest_once pytest_each)
     [[ $version == 15 ]] && steps=(plpgsql_check "${steps[@]}")
     printf '\n########## PostgreSQL %s ##########\n' "$version"
-    echo "== PostgreSQL $version ($(server_bin "$version"))" >>"$out"
+    echo "== PostgreSQL $version ($(server_bin "$version"), profile $profile)" >>"$out"
     local rc=0
-    DTR_PG_BIN=$(server_bin "$version") DTR_RESULTS=$out \
+    DTR_PROFILE=$profile DTR_PG_BIN=$(server_bin "$version") DTR_RESULTS=$out \
         "$PYTHON" -m datatable_roles_lab.devcluster run -- bash tests/run_checks.sh "${steps[@]}" \
         || rc=1
     echo "   PostgreSQL $version took $((SECONDS - start)) s" >>"$out"

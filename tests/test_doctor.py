@@ -18,7 +18,7 @@ from datatable_roles.doctor import Check, DoctorReport, HbaRule, hba_first_match
 from datatable_roles.errors import DatatableRolesError
 from datatable_roles.migrate import BOOTSTRAP_SQL, functions_digest, migrate
 from datatable_roles.scram import scram_sha256_verifier
-from support import ACME, DT, WS
+from support import ACME, DT, WS, self_hosted_only
 
 ALL_CHECKS = ["owner", "bootstrap", "migrations", "functions_digest", "worker_grants",
               "datatable_link", "admin_password", "connect_grants", "pg_hba", "login_reach",
@@ -238,6 +238,7 @@ def test_functions_digest_changed(env):
     assert_healthy(doctor(env))
 
 
+@self_hosted_only
 def test_a_bootstrap_without_the_role_guard(env):
     """An install bootstrapped before the role guard: on 16+ the bootstrap check names it
     (the sweep still works, as the owner, but slower with every role it made); running the

@@ -98,11 +98,14 @@ def test_no_password_in_server_log(cluster, make_world, uid):
             with connect(cluster.conninfo(set_login, rekeyed[1], dbname, tcp=True)) as conn:
                 assert conn.execute("SELECT current_user").fetchone() == (set_login,)
 
-            # A login whose password a script changed: healed by the next resolve.
+            # A login whose password a script changed: healed when the worker reports the
+            # refused connection (a login attempt with the stored password, over dblink).
             with cluster.connect_super() as su:
                 su.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
                     sql.Identifier(set_login),
                     sql.Literal(scram_sha256_verifier(secrets.token_hex(16)))))
+            assert worker.execute("SELECT heal_refused_login(%s)", [set_login]).fetchone() \
+                == ("healed",)
             healed = resolve(worker, jobs["carol"])
             assert healed[0] == set_login and healed[1] != rekeyed[1]
             passwords |= {healed[1]} | stored_passwords(w)

@@ -12,7 +12,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from support import connect
+from support import connect, self_hosted_only
+
+pytestmark = self_hosted_only
 
 
 def version(cluster) -> int:

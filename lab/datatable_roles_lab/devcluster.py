@@ -208,12 +208,12 @@ class Cluster:
         subprocess.run(cmd + ["-d", conninfo or self.superuser_conninfo(dbname),
                               "-f", str(path)], check=True)
 
-    def set_up_metadata_database(self, dbname: str) -> None:
+    def set_up_metadata_database(self, dbname: str, profile: str | None = None) -> None:
         """The install profile's set-up step. Self-hosted: sql/bootstrap.sql as superuser.
         Managed: sql/managed.sql as the package owner (it owns the database, as the service's
         admin role would), then the extension step, the one act a superuser does here (on a
         managed service the admin role may do it)."""
-        if self.profile == "self-hosted":
+        if (profile or self.profile) == "self-hosted":
             self.psql_file(BOOTSTRAP_SQL, dbname, owner=self.owner)
             return
         self.psql_file(MANAGED_SQL, dbname, conninfo=self.owner_conninfo(dbname),
@@ -222,13 +222,15 @@ class Cluster:
             conn.execute("CREATE EXTENSION IF NOT EXISTS dblink SCHEMA datatable_roles_dblink")
 
     def create_metadata_database(self, dbname: str,
-                                 migrations_dir: str | os.PathLike | None = None) -> list[str]:
-        """CREATE DATABASE owned by the package owner, the profile's set-up step
-        (set_up_metadata_database), then the migrations as the owner; return the ids."""
+                                 migrations_dir: str | os.PathLike | None = None,
+                                 profile: str | None = None) -> list[str]:
+        """CREATE DATABASE owned by the package owner, the set-up step of ``profile`` (the
+        cluster's by default: set_up_metadata_database), then the migrations as the owner;
+        return the ids."""
         with self.connect_super() as conn:
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(dbname), sql.Identifier(self.owner)))
-        self.set_up_metadata_database(dbname)
+        self.set_up_metadata_database(dbname, profile)
         return migrate(self.owner_conninfo(dbname), migrations_dir or self.migrations_dir)
 
     def clone_metadata_database(self, dbname: str | None = None,

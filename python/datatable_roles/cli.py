@@ -187,12 +187,13 @@ def cmd_set_admin_password(args: argparse.Namespace) -> Output:
                   "login's new password")
 
 
-# The superuser steps an operator runs with psql, by name (sql-file).
-SUPERUSER_STEPS = ("bootstrap", "after-pg-upgrade", "pgbouncer-auth")
+# The set-up steps an operator runs with psql, by name (sql-file): the superuser steps of the
+# self-hosted profile, and the managed profile's, which needs no superuser.
+SET_UP_STEPS = ("bootstrap", "after-pg-upgrade", "pgbouncer-auth", "managed")
 
 
 def cmd_sql_file(args: argparse.Namespace) -> Output:
-    """The path of a superuser step shipped with the package, for psql -f."""
+    """The path of a set-up step shipped with the package, for psql -f."""
     path = SQL_DIR / f"{args.step}.sql"
     return Output({"step": args.step, "path": str(path)}, str(path))
 
@@ -536,12 +537,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_acl_commands(sub, with_dsn)
 
-    p = command("sql-file", "the path of a superuser step, for psql -f",
-                "Prints where the package's superuser steps are: bootstrap (once per metadata "
-                "database, and again before an upgrade), after-pg-upgrade (after pg_upgrade "
-                "from 15), pgbouncer-auth (per data table database behind PgBouncer). Needs "
-                "no --dsn.", parents=(common,))
-    p.add_argument("step", choices=SUPERUSER_STEPS)
+    p = command("sql-file", "the path of a set-up step, for psql -f",
+                "Prints where the package's set-up steps are. Self-hosted, as a superuser: "
+                "bootstrap (once per metadata database, and again before an upgrade), "
+                "after-pg-upgrade (after pg_upgrade from 15), pgbouncer-auth (per data table "
+                "database behind PgBouncer). Managed PostgreSQL, no superuser: managed (once "
+                "per metadata database, as its owner or the service's admin role, before "
+                "CREATE EXTENSION dblink). Needs no --dsn.", parents=(common,))
+    p.add_argument("step", choices=SET_UP_STEPS)
     p.set_defaults(func=cmd_sql_file)
 
     p = command("verifier", "a SCRAM verifier of a password, to create a role with",

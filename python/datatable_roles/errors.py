@@ -97,7 +97,7 @@ class PermissionDenied(DatatableRolesError):
 
 
 class NotInstalled(DatatableRolesError):
-    """The database has no package, or not the superuser step it needs (checked from the
+    """The database has no package, or not the set-up step it needs (checked from the
     catalogs before anything runs; no SQLSTATE): the hint names the command that fixes it."""
 
 
@@ -201,8 +201,8 @@ _RULE = re.compile(r"R[0-9]+")
 
 # The hint of a PermissionDenied the server gave none.
 OWNER_HINT = ("Connect as the package owner: the worker role may only call record_job_start, "
-              "resolve_datatable_role, explain_datatable_role, cached_result_path and "
-              "usable_datatable_roles (grant_worker).")
+              "resolve_datatable_role, explain_datatable_role, cached_result_path, "
+              "usable_datatable_roles and heal_refused_login (grant_worker).")
 
 # What names the metadata database, for a connection that could not be opened.
 CONNECT_HINT = ("Name the metadata database and its login: a conninfo or URL (the CLI's --dsn, "

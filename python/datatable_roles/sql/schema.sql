@@ -282,9 +282,10 @@ BEGIN
                 p_entry.admin_login, p_entry.admin_password);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
-            -- Refused while the link login gets in: the admin's password was
-            -- changed outside the package.
-            IF datatable_roles.link_login_fails(p_entry.dbname) IS NULL THEN
+            -- Refused for its password while the link login gets in: the
+            -- admin's password was changed outside the package.
+            IF datatable_roles.wrong_password(why)
+                AND datatable_roles.link_login_fails(p_entry.dbname) IS NULL THEN
                 PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
             END IF;
             PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
@@ -4124,6 +4125,14 @@ $$;
 
 ALTER FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.wrong_password(p_why text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT coalesce(p_why ~ 'password authentication failed', false)
+$$;
+
+ALTER FUNCTION datatable_roles.wrong_password(p_why text) OWNER TO dtr_owner;
+
 CREATE FUNCTION public.add_group_member(workspace text, group_name text, username text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -4511,6 +4520,7 @@ CREATE FUNCTION public.heal_refused_login(login text) RETURNS text
     AS $$
 DECLARE
     entry datatable_roles.datatable;
+    why text;
 BEGIN
     PERFORM datatable_roles.require(heal_refused_login.login, 'login');
     IF EXISTS (
@@ -4526,13 +4536,19 @@ BEGIN
             quote_ident(left(heal_refused_login.login, 80))
             USING ERRCODE = 'undefined_object';
     END IF;
-    IF datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password) IS NULL THEN
+    why := datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password);
+    IF why IS NULL THEN
         RETURN 'works';
     END IF;
     PERFORM datatable_roles.require_link_reaches(entry.dbname);
-    PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
-        entry.admin_login);
-    RETURN NULL;  -- not reached: refuse_admin_password raises
+    IF datatable_roles.wrong_password(why) THEN
+        PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
+            entry.admin_login);
+    END IF;
+    RAISE EXCEPTION 'admin login % is refused by database %', quote_ident(entry.admin_login),
+        quote_ident(entry.dbname)
+        USING ERRCODE = 'sqlclient_unable_to_establish_sqlconnection', DETAIL = why,
+              HINT = 'Not for its password: see the reason (pg_hba.conf, NOLOGIN, CONNECT).';
 END;
 $$;
 
@@ -5882,6 +5898,8 @@ REVOKE ALL ON FUNCTION datatable_roles.user_key_stale(p_workspace text, p_userna
 REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.viewer_roles_of(p_datatable_id bigint, p_workspace text, p_viewer_email text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.wrong_password(p_why text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.add_group_member(workspace text, group_name text, username text) FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0019_cancel_reaches_remote
--- functions: af221addec21d1f34a9e9cdbfd90b4fa489ad62432257785448ae2607ede19b0
+-- functions: 9aa588d8447788f7d66e726be936cebdc4e602655cf87fae2ace35c4b0addbb7
 -- No step reads pg_authid any more (issue 24): a password a script gave its
 -- login shows itself when the next job's connection is refused, and the new
 -- worker call heal_refused_login proves with a real login attempt that the

@@ -287,9 +287,10 @@ $$;
 -- attempt before the login is re-keyed (heal_set_login): 'healed', 'works'
 -- (it logs in: a spurious report changes nothing) or 'gone' (the next
 -- resolve makes it again). A data table's admin login, whose password the
--- package does not own, raises 55000 (CONSTRAINT admin_password) once its
--- failure is proven, or returns 'works'. 42704 for any other login; 08001
--- when the database cannot be reached (nothing changed).
+-- package does not own, raises 55000 (CONSTRAINT admin_password) once a
+-- login attempt failed for its password, or returns 'works'. 42704 for any
+-- other login; 08001 when the database cannot be reached, or refuses the
+-- admin login for another reason (nothing changed).
 CREATE OR REPLACE FUNCTION public.heal_refused_login(login text)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
@@ -297,6 +298,7 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     entry datatable_roles.datatable;
+    why text;
 BEGIN
     PERFORM datatable_roles.require(heal_refused_login.login, 'login');
     IF EXISTS (
@@ -312,13 +314,19 @@ BEGIN
             quote_ident(left(heal_refused_login.login, 80))
             USING ERRCODE = 'undefined_object';
     END IF;
-    IF datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password) IS NULL THEN
+    why := datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password);
+    IF why IS NULL THEN
         RETURN 'works';
     END IF;
     PERFORM datatable_roles.require_link_reaches(entry.dbname);
-    PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
-        entry.admin_login);
-    RETURN NULL;  -- not reached: refuse_admin_password raises
+    IF datatable_roles.wrong_password(why) THEN
+        PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
+            entry.admin_login);
+    END IF;
+    RAISE EXCEPTION 'admin login % is refused by database %', quote_ident(entry.admin_login),
+        quote_ident(entry.dbname)
+        USING ERRCODE = 'sqlclient_unable_to_establish_sqlconnection', DETAIL = why,
+              HINT = 'Not for its password: see the reason (pg_hba.conf, NOLOGIN, CONNECT).';
 END;
 $$;
 

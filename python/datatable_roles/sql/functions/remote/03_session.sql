@@ -120,6 +120,17 @@ BEGIN
 END;
 $$;
 
+-- Whether a login attempt's reason (login_fails) is a wrong password, as the
+-- server words it: any other refusal (pg_hba.conf, NOLOGIN, a full server)
+-- is not taken as a password someone changed. A server whose lc_messages
+-- is not English words it otherwise: then no refusal counts as a password.
+CREATE OR REPLACE FUNCTION datatable_roles.wrong_password(p_why text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT coalesce(p_why ~ 'password authentication failed', false)
+$$;
+
 -- A login attempt: NULL when p_login authenticates with p_password and may
 -- connect to p_dbname, else libpq's reason (which never holds the password).
 CREATE OR REPLACE FUNCTION datatable_roles.login_fails(

@@ -346,9 +346,10 @@ BEGIN
                 p_entry.admin_login, p_entry.admin_password);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
             GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
-            -- Refused while the link login gets in: the admin's password was
-            -- changed outside the package.
-            IF datatable_roles.link_login_fails(p_entry.dbname) IS NULL THEN
+            -- Refused for its password while the link login gets in: the
+            -- admin's password was changed outside the package.
+            IF datatable_roles.wrong_password(why)
+                AND datatable_roles.link_login_fails(p_entry.dbname) IS NULL THEN
                 PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
             END IF;
             PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);

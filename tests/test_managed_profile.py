@@ -1,0 +1,101 @@
+"""The managed install profile (issue 24): a metadata database set up as on Amazon RDS, Cloud
+SQL, Azure, Supabase or Neon, where nobody is superuser. The package owner owns the database
+(as the service's admin role could make it), runs sql/managed.sql itself, and the one act a
+superuser does here is the extension step, which those services let their admin role do. Runs
+on every version whatever DTR_PROFILE says; `make test`'s 17-managed run puts every other test
+on such databases too."""
+
+from __future__ import annotations
+
+import secrets
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from datatable_roles.errors import NotInstalled
+from datatable_roles.migrate import MANAGED_SQL, check_can_migrate, migrate
+from support import ACME, MetaDB, authenticates, connect
+
+EXTENSION_STEP = "CREATE EXTENSION IF NOT EXISTS dblink SCHEMA datatable_roles_dblink"
+
+
+@pytest.fixture
+def managed_meta(cluster, scratch, uid) -> MetaDB:
+    """A metadata database installed the managed way, the worker granted."""
+    db = f"{uid}_managed"
+    scratch.databases.append(db)
+    with cluster.connect_super() as su:
+        su.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+            sql.Identifier(db), sql.Identifier(cluster.owner)))
+    owner = cluster.owner_conninfo(db)
+    cluster.psql_file(MANAGED_SQL, db, conninfo=owner, owner=cluster.owner)
+    with connect(owner) as conn:  # before the extension step, migrate says what is missing
+        with pytest.raises(NotInstalled) as missing:
+            check_can_migrate(conn)
+    assert "managed.sql" in missing.value.hint and EXTENSION_STEP in missing.value.hint
+    with cluster.connect_super(db) as su:
+        su.execute(EXTENSION_STEP)
+    migrate(owner)
+    with connect(owner) as conn:
+        conn.execute("SELECT datatable_roles.grant_worker(%s)", [cluster.worker])
+    return MetaDB(name=db, owner_conninfo=owner, worker_conninfo=cluster.worker_conninfo(db),
+                  super_conninfo=cluster.superuser_conninfo(db))
+
+
+def superuser_code(conninfo: str) -> list[str]:
+    """Functions in the database owned by a superuser, but PostgreSQL's own and those of
+    extensions (dblink)."""
+    with connect(conninfo) as conn:
+        return [name for (name,) in conn.execute(
+            "SELECT p.oid::regprocedure::text FROM pg_proc AS p"
+            " JOIN pg_roles AS r ON r.oid = p.proowner"
+            " WHERE r.rolsuper AND p.pronamespace NOT IN"
+            "  ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"
+            " AND NOT EXISTS (SELECT FROM pg_depend AS d WHERE d.classid = 'pg_proc'::regclass"
+            "  AND d.objid = p.oid AND d.deptype = 'e') ORDER BY 1")]
+
+
+def test_a_managed_install_has_no_superuser_code_and_says_its_profile(managed_meta):
+    assert superuser_code(managed_meta.super_conninfo) == []
+    with connect(managed_meta.owner_conninfo) as conn:
+        assert conn.execute("SELECT to_regnamespace('datatable_roles_guard')").fetchone() == (
+            None,)
+        assert conn.execute("SELECT datatable_roles.status_report() ->> 'profile'"
+                            ).fetchone() == ("managed",)
+        assert conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+                            ).fetchone() == (False,)
+        # PUBLIC may not connect to the metadata database: managed.sql took it
+        assert conn.execute("SELECT has_database_privilege('public', current_database(),"
+                            " 'CONNECT')").fetchone() == (False,)
+
+
+def test_a_managed_install_serves_viewers_and_heals_a_rekeyed_login(managed_meta, make_world):
+    """The main job on a managed install: per-viewer rows through real RLS, and a login a
+    script re-keyed healed by the worker's report of the refused connection."""
+    w = make_world(meta=managed_meta, **ACME)
+    w.set_default("main", None)
+    for viewer, rows in (("alice", "1,4"), ("bob", "2,5"), ("carol", "1,2,4,5")):
+        r = w.resolve(w.job(viewer))
+        with psycopg.connect(w.login_conninfo(r.login, r.password, r.dbname),
+                             autocommit=True) as conn:
+            if len(r.roles) == 1:
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(r.roles[0])))
+            got = conn.execute("SELECT string_agg(id::text, ',' ORDER BY id) FROM orders"
+                               ).fetchone()[0]
+        assert got == rows, viewer
+    job = w.job("carol")
+    r = w.resolve(job)
+    private = "mine-" + secrets.token_hex(8)
+    with psycopg.connect(w.login_conninfo(r.login, r.password, r.dbname),
+                         autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER ROLE CURRENT_USER PASSWORD {}").format(
+            sql.Literal(private)))
+    assert w.resolve(job) == r  # handed out as stored: nothing reads pg_authid
+    assert w.heal(r.login) == "healed"
+    healed = w.resolve(job)
+    assert healed.login == r.login and authenticates(w, healed.login, healed.password)
+    assert not authenticates(w, r.login, private)
+    assert w.heal(r.login) == "works"
+    report = w.sweep()
+    assert report["unfinished"] == [], report
