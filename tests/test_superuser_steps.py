@@ -16,7 +16,7 @@ from psycopg import sql
 from datatable_roles_lab.devcluster import PG_CLIENT_BIN
 from datatable_roles.migrate import SQL_DIR
 
-from support import connect
+from support import connect, self_hosted_only
 
 STEPS = ("bootstrap.sql", "pgbouncer-auth.sql", "after-pg-upgrade.sql")
 
@@ -150,6 +150,7 @@ def no_superuser_left(cluster):
             conn.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER").format(sql.Identifier(role)))
 
 
+@self_hosted_only
 def test_a_rerun_of_bootstrap_ignores_functions_the_owner_planted(
         cluster, meta_db, no_superuser_left):
     """The owner plants public.format(...) (and look-alikes of the other calls) in the
@@ -273,6 +274,7 @@ def test_bootstrap_refuses_a_schema_the_owner_made(cluster, scratch, uid, schema
                             [schema]).fetchone()[0] == 0
 
 
+@self_hosted_only
 def test_a_rerun_with_another_owner_leaves_that_owner_alone_on_the_guard(
         cluster, meta_db, uid):
     """bootstrap.sql run again naming another owner: exactly that owner has USAGE on the
@@ -393,6 +395,7 @@ def test_after_pg_upgrade_refuses_a_link_login_the_owner_renamed(cluster, make_w
         assert f"skipped the link login {fake}" in done.stderr
 
 
+@self_hosted_only
 def test_a_role_set_for_the_database_does_not_change_who_runs_bootstrap(cluster, meta_db):
     """The owner sets `role` for its metadata database (a superuser's session would start
     as the owner): bootstrap still runs as the superuser who connected, and the guard stays
