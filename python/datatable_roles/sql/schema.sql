@@ -1531,8 +1531,7 @@ DECLARE
     ids bigint [] := '{}'::bigint [];
     result datatable_roles.decision;
 BEGIN
-    SELECT c.* INTO h FROM datatable_roles.decide_job(p_job_id, p_datatable,
-        p_role IS NOT NULL OR p_for_migration OR p_trace) AS c;
+    SELECT c.* INTO h FROM datatable_roles.decide_entry(p_job_id, p_datatable) AS c;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % was never recorded', p_job_id
             USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start when the job starts.';
@@ -1548,8 +1547,23 @@ BEGIN
     result.permissioned_as := h.permissioned_as;
     result.viewer_email := h.end_user_email;
     result.is_reference := h.is_reference;
-    result.ident_admin := h.ident_admin;
-    result.ident_keys := h.ident_keys;
+    -- The identity in the governing workspace (identity_in), where a rule or
+    -- the trace reads it (R2 reads none). Its own workspace's is what
+    -- record_job_start captured, in member_keys' form: that branch of
+    -- identity_in, here as a statement of its own, so that a plan with the
+    -- other branch is not started for it.
+    IF p_role IS NOT NULL OR p_for_migration OR p_trace OR h.default_role <> 'admin' THEN
+        IF h.workspace = h.job_workspace THEN
+            result.ident_admin := h.is_admin;
+            result.ident_keys := array['*', h.permissioned_as]
+                || ARRAY(SELECT 'g/' || x FROM unnest(h.groups) AS x)
+                || ARRAY(SELECT 'f/' || x FROM unnest(h.folders) AS x);
+        ELSE
+            SELECT f.is_admin, f.keys INTO result.ident_admin, result.ident_keys
+            FROM datatable_roles.identity_in(h.workspace, h.job_workspace, null, null,
+                h.email) AS f;
+        END IF;
+    END IF;
 
     IF p_role IS NOT NULL THEN
         -- R1 (and R8 when a migration names a role): exactly {R}.
@@ -1612,37 +1626,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) RETURNS TABLE(job_workspace text, permissioned_as text, end_user_email text, entry_id bigint, id bigint, workspace text, dbname text, admin_login text, admin_password text, default_role text, admin_tenants text[], is_reference boolean, ident_admin boolean, ident_keys text[])
+CREATE FUNCTION datatable_roles.decide_entry(p_job_id uuid, p_datatable text) RETURNS TABLE(job_workspace text, permissioned_as text, email text, is_admin boolean, groups text[], folders text[], end_user_email text, entry_id bigint, id bigint, workspace text, dbname text, admin_login text, admin_password text, default_role text, admin_tenants text[], is_reference boolean)
     LANGUAGE sql STABLE
     AS $$
-    SELECT h.job_workspace, h.permissioned_as, h.end_user_email, h.entry_id, h.id, h.workspace,
-        h.dbname, h.admin_login, h.admin_password, h.default_role,
-        h.admin_tenants, h.is_reference, i.is_admin, i.keys
-    FROM (
-        SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
-            j.end_user_email, array['*', j.permissioned_as]
-            || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
-            || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
-            d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
-            g.default_role, g.admin_tenants,
-            d.governing_id IS NOT NULL AS is_reference
-        FROM datatable_roles.job_perms AS j
-        LEFT JOIN datatable_roles.datatable AS d
-            ON d.workspace = j.workspace AND d.name = p_datatable
-        LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
-        WHERE j.job_id = p_job_id
-        OFFSET 0
-    ) AS h
-    LEFT JOIN LATERAL (
-        SELECT f.is_admin, f.keys
-        FROM datatable_roles.identity_in(h.workspace, h.job_workspace, h.is_admin, h.job_keys,
-            h.email) AS f
-        WHERE h.workspace = h.job_workspace OR p_identity OR h.default_role <> 'admin'
-        OFFSET 0  -- kept apart, so that the gate spares the lookup
-    ) AS i ON true
+    SELECT j.workspace, j.permissioned_as, j.email, j.is_admin, j.groups, j.folders,
+        j.end_user_email, d.id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
+        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL
+    FROM datatable_roles.job_perms AS j
+    LEFT JOIN datatable_roles.datatable AS d
+        ON d.workspace = j.workspace AND d.name = p_datatable
+    LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
+    WHERE j.job_id = p_job_id
 $$;
 
-ALTER FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.decide_entry(p_job_id uuid, p_datatable text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) RETURNS TABLE(id bigint, name text, enabled boolean, tenants text[], held boolean, viewer_may_add boolean)
     LANGUAGE sql STABLE
@@ -1854,7 +1851,7 @@ DECLARE
     made record;
 BEGIN
     login := datatable_roles.set_login_name(p_dbname, p_role_ids);
-    SELECT u.password INTO password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u;
+    SELECT u.password INTO password FROM datatable_roles.usable_set_login(login) AS u;
     IF password IS NOT NULL THEN
         RETURN;
     END IF;
@@ -2392,13 +2389,15 @@ CREATE FUNCTION datatable_roles.login_intact(p_login text, p_dbname text) RETURN
     WHERE pr.rolname = p_login AND pr.rolcanlogin AND pr.rolinherit
         AND NOT (pr.rolsuper OR pr.rolcreatedb OR pr.rolcreaterole OR pr.rolreplication
             OR pr.rolbypassrls)
-        AND pr.rolconnlimit = -1 AND pr.rolconfig IS NULL
+        AND pr.rolconnlimit = -1
         AND coalesce(pr.rolvaliduntil, 'infinity') = 'infinity'
+        -- Settings globally (setdatabase 0: pg_roles.rolconfig, not read, so
+        -- that the view's join to them is left out) or in its database.
         AND NOT EXISTS (
             SELECT FROM pg_catalog.pg_db_role_setting AS rs
-            WHERE rs.setrole = pr.oid AND rs.setdatabase = (
+            WHERE rs.setrole = pr.oid AND rs.setdatabase IN (0, (
                 SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
-            )
+            ))
         )
 $$;
 
@@ -2408,8 +2407,11 @@ CREATE FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[
     LANGUAGE sql STABLE
     AS $$
     SELECT CASE WHEN cardinality(p_role_ids) = 1 THEN 'role' ELSE 'set' END, n.login,
-        (SELECT u.password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u)
-    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
+        (SELECT u.password FROM datatable_roles.usable_set_login(n.login) AS u)
+    FROM (
+        SELECT datatable_roles.set_login_named(s.instance_id, p_dbname, p_role_ids) AS login
+        FROM datatable_roles.settings AS s
+    ) AS n
 $$;
 
 ALTER FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
@@ -3471,17 +3473,22 @@ $$;
 
 ALTER FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text)
+CREATE FUNCTION datatable_roles.set_login_named(p_instance_id uuid, p_dbname text, p_sorted_ids bigint[]) RETURNS text
     LANGUAGE sql STABLE
     AS $$
     SELECT 'wm_set_' || left(encode(sha256(convert_to(
-        s.instance_id::text || ':' || p_dbname || ':'
-        || (
-            SELECT string_agg(ids.i::text, ',' ORDER BY ids.i)
-            FROM (SELECT DISTINCT unnest(p_role_ids) AS i) AS ids
-        ),
+        p_instance_id::text || ':' || p_dbname || ':' || nullif(array_to_string(p_sorted_ids, ','), ''),
         'UTF8'
     )), 'hex'), 40)
+$$;
+
+ALTER FUNCTION datatable_roles.set_login_named(p_instance_id uuid, p_dbname text, p_sorted_ids bigint[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT datatable_roles.set_login_named(s.instance_id, p_dbname,
+        ARRAY(SELECT DISTINCT i FROM unnest(p_role_ids) AS i ORDER BY i))
     FROM datatable_roles.settings AS s
 $$;
 
@@ -4071,19 +4078,19 @@ $$;
 
 ALTER FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(login text, password text)
+CREATE FUNCTION datatable_roles.usable_set_login(p_login text) RETURNS TABLE(password text)
     LANGUAGE sql STABLE
     AS $$
-    SELECT s.login, s.password
+    SELECT s.password
     FROM datatable_roles.datatable_role_set AS s
     CROSS JOIN datatable_roles.clock_now() AS c (now)
-    WHERE s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n)
+    WHERE s.login = p_login
         AND s.password <> ''
         AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
         AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
 $$;
 
-ALTER FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.usable_set_login(p_login text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) RETURNS SETOF boolean
     LANGUAGE sql STABLE ROWS 1
@@ -5673,7 +5680,7 @@ REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBL
 
 REVOKE ALL ON FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.decide_job(p_job_id uuid, p_datatable text, p_identity boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.decide_entry(p_job_id uuid, p_datatable text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_default_role text, p_ident_admin boolean, p_ident_keys text[]) FROM PUBLIC;
 
@@ -5851,6 +5858,8 @@ REVOKE ALL ON FUNCTION datatable_roles.session_value(p_name text, p_sql text) FR
 
 REVOKE ALL ON FUNCTION datatable_roles.set_login_name(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.set_login_named(p_instance_id uuid, p_dbname text, p_sorted_ids bigint[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.shell_word(p_word text) FROM PUBLIC;
@@ -5891,7 +5900,7 @@ REVOKE ALL ON FUNCTION datatable_roles.take_admin_login(p_dbname text, p_admin_l
 
 REVOKE ALL ON FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) FROM PUBLIC;
 

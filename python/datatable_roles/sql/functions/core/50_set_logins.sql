@@ -6,21 +6,28 @@
 -- The login of a set of catalog roles on a database: deterministic over the
 -- instance id, the database and the sorted catalog ids (so renames change
 -- nothing, two instances never meet, and no login serves two databases),
--- 7 + 40 = 47 bytes. set_login_of is the definition, as a one-row SQL
--- function without a SET clause, so that the planner inlines it into the
--- query that uses it; set_login_name returns the value.
+-- 7 + 40 = 47 bytes. set_login_named is the definition, for ids already
+-- sorted and distinct (as roles_of gives them): a scalar SQL function with
+-- no subquery, so that the planner inlines it as an expression (no plan
+-- node). set_login_of sorts any ids first; set_login_name returns its value.
+CREATE OR REPLACE FUNCTION datatable_roles.set_login_named(
+    p_instance_id uuid, p_dbname text, p_sorted_ids bigint[]
+)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT 'wm_set_' || left(encode(sha256(convert_to(
+        p_instance_id::text || ':' || p_dbname || ':' || nullif(array_to_string(p_sorted_ids, ','), ''),
+        'UTF8'
+    )), 'hex'), 40)
+$$;
+
 CREATE OR REPLACE FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[])
 RETURNS TABLE (login text)
 LANGUAGE sql STABLE
 AS $$
-    SELECT 'wm_set_' || left(encode(sha256(convert_to(
-        s.instance_id::text || ':' || p_dbname || ':'
-        || (
-            SELECT string_agg(ids.i::text, ',' ORDER BY ids.i)
-            FROM (SELECT DISTINCT unnest(p_role_ids) AS i) AS ids
-        ),
-        'UTF8'
-    )), 'hex'), 40)
+    SELECT datatable_roles.set_login_named(s.instance_id, p_dbname,
+        ARRAY(SELECT DISTINCT i FROM unnest(p_role_ids) AS i ORDER BY i))
     FROM datatable_roles.settings AS s
 $$;
 
@@ -108,13 +115,15 @@ AS $$
     WHERE pr.rolname = p_login AND pr.rolcanlogin AND pr.rolinherit
         AND NOT (pr.rolsuper OR pr.rolcreatedb OR pr.rolcreaterole OR pr.rolreplication
             OR pr.rolbypassrls)
-        AND pr.rolconnlimit = -1 AND pr.rolconfig IS NULL
+        AND pr.rolconnlimit = -1
         AND coalesce(pr.rolvaliduntil, 'infinity') = 'infinity'
+        -- Settings globally (setdatabase 0: pg_roles.rolconfig, not read, so
+        -- that the view's join to them is left out) or in its database.
         AND NOT EXISTS (
             SELECT FROM pg_catalog.pg_db_role_setting AS rs
-            WHERE rs.setrole = pr.oid AND rs.setdatabase = (
+            WHERE rs.setrole = pr.oid AND rs.setdatabase IN (0, (
                 SELECT pd.oid FROM pg_catalog.pg_database AS pd WHERE pd.datname = p_dbname
-            )
+            ))
         )
 $$;
 
@@ -133,21 +142,20 @@ AS $$
         AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
 $$;
 
--- The login of these roles on this database and its password, when it may
--- be handed out as it is, with no write: it is live and was used within
--- touch_every. Inlined by the planner into the query that reads it
--- (decide's); whatever fails it goes to ensure_set_login, which touches,
--- makes, takes back or heals. The name is a scalar subquery, so that the row
--- is found by its key and the heal check (login_intact) runs on that row
--- only, not on every login of the instance.
-CREATE OR REPLACE FUNCTION datatable_roles.usable_set_login(p_dbname text, p_role_ids bigint[])
-RETURNS TABLE (login text, password text)
+-- A set login's password, when it may be handed out as it is, with no
+-- write: it is live and was used within touch_every. Inlined by the planner
+-- into the query that reads it (decide's, as a subquery on the login's
+-- name, so that the row is found by its key and the heal check
+-- (login_intact) runs on that row only); whatever fails it goes to
+-- ensure_set_login, which touches, makes, takes back or heals.
+CREATE OR REPLACE FUNCTION datatable_roles.usable_set_login(p_login text)
+RETURNS TABLE (password text)
 LANGUAGE sql STABLE
 AS $$
-    SELECT s.login, s.password
+    SELECT s.password
     FROM datatable_roles.datatable_role_set AS s
     CROSS JOIN datatable_roles.clock_now() AS c (now)
-    WHERE s.login = (SELECT n.login FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n)
+    WHERE s.login = p_login
         AND s.password <> ''
         AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
         AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
@@ -460,7 +468,7 @@ DECLARE
     made record;
 BEGIN
     login := datatable_roles.set_login_name(p_dbname, p_role_ids);
-    SELECT u.password INTO password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u;
+    SELECT u.password INTO password FROM datatable_roles.usable_set_login(login) AS u;
     IF password IS NOT NULL THEN
         RETURN;
     END IF;

@@ -171,57 +171,41 @@ $$;
 -- database where the role is mapped, in any workspace. The password comes
 -- with it when the login may be handed out with no write (usable_set_login).
 -- The admin login, for a result of {admin}, is decide()'s to pick.
+-- p_role_ids sorted and distinct, as roles_of gives them.
 CREATE OR REPLACE FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[])
 RETURNS TABLE (kind text, login text, password text)
 LANGUAGE sql STABLE
 AS $$
     SELECT CASE WHEN cardinality(p_role_ids) = 1 THEN 'role' ELSE 'set' END, n.login,
-        (SELECT u.password FROM datatable_roles.usable_set_login(p_dbname, p_role_ids) AS u)
-    FROM datatable_roles.set_login_of(p_dbname, p_role_ids) AS n
+        (SELECT u.password FROM datatable_roles.usable_set_login(n.login) AS u)
+    FROM (
+        SELECT datatable_roles.set_login_named(s.instance_id, p_dbname, p_role_ids) AS login
+        FROM datatable_roles.settings AS s
+    ) AS n
 $$;
 
 -- What decide() reads first, in one statement (inlined into its query): the
--- job, the entry it names (entry_id), the governing entry (id), and the
--- identity in the governing workspace (identity_in, from the job identity's
--- own keys as captured at start). R2 needs no identity: another
--- workspace's is looked up only when p_identity (a rule or the trace reads
--- it) or the default is not admin. No row: no such job.
-CREATE OR REPLACE FUNCTION datatable_roles.decide_job(
-    p_job_id uuid, p_datatable text, p_identity boolean
-)
+-- job, the entry it names (entry_id) and the governing entry (id). No row:
+-- no such job. The identity is decide's next statement, run only where a
+-- rule reads it: a statement's plan is started whole on every run, so a
+-- branch it does not take still costs (docs/performance.md).
+CREATE OR REPLACE FUNCTION datatable_roles.decide_entry(p_job_id uuid, p_datatable text)
 RETURNS TABLE (
-    job_workspace text, permissioned_as text, end_user_email text, entry_id bigint,
-    id bigint, workspace text, dbname text, admin_login text, admin_password text,
-    default_role text, admin_tenants text[], is_reference boolean,
-    ident_admin boolean, ident_keys text[]
+    job_workspace text, permissioned_as text, email text, is_admin boolean, groups text[],
+    folders text[], end_user_email text, entry_id bigint, id bigint, workspace text,
+    dbname text, admin_login text, admin_password text, default_role text,
+    admin_tenants text[], is_reference boolean
 )
 LANGUAGE sql STABLE
 AS $$
-    SELECT h.job_workspace, h.permissioned_as, h.end_user_email, h.entry_id, h.id, h.workspace,
-        h.dbname, h.admin_login, h.admin_password, h.default_role,
-        h.admin_tenants, h.is_reference, i.is_admin, i.keys
-    FROM (
-        SELECT j.workspace AS job_workspace, j.permissioned_as, j.email, j.is_admin,
-            j.end_user_email, array['*', j.permissioned_as]
-            || ARRAY(SELECT 'g/' || x FROM unnest(j.groups) AS x)
-            || ARRAY(SELECT 'f/' || x FROM unnest(j.folders) AS x) AS job_keys,
-            d.id AS entry_id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
-            g.default_role, g.admin_tenants,
-            d.governing_id IS NOT NULL AS is_reference
-        FROM datatable_roles.job_perms AS j
-        LEFT JOIN datatable_roles.datatable AS d
-            ON d.workspace = j.workspace AND d.name = p_datatable
-        LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
-        WHERE j.job_id = p_job_id
-        OFFSET 0
-    ) AS h
-    LEFT JOIN LATERAL (
-        SELECT f.is_admin, f.keys
-        FROM datatable_roles.identity_in(h.workspace, h.job_workspace, h.is_admin, h.job_keys,
-            h.email) AS f
-        WHERE h.workspace = h.job_workspace OR p_identity OR h.default_role <> 'admin'
-        OFFSET 0  -- kept apart, so that the gate spares the lookup
-    ) AS i ON true
+    SELECT j.workspace, j.permissioned_as, j.email, j.is_admin, j.groups, j.folders,
+        j.end_user_email, d.id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
+        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL
+    FROM datatable_roles.job_perms AS j
+    LEFT JOIN datatable_roles.datatable AS d
+        ON d.workspace = j.workspace AND d.name = p_datatable
+    LEFT JOIN datatable_roles.datatable AS g ON g.id = coalesce(d.governing_id, d.id)
+    WHERE j.job_id = p_job_id
 $$;
 
 -- Decides without side effects (STABLE: PL/pgSQL refuses writes here).
@@ -230,12 +214,12 @@ $$;
 -- decision carries what the rules found (reasons, the rules applied in
 -- order; the identity; the default and the viewer), which 62_explain.sql
 -- renders as explain's trace and the refusal's message and hint. decide
--- formats no message. Few statements on purpose (each costs, and so does
--- each plan node a statement starts): one for the job, the data table and
--- the identity (decide_job; R2 ends there), one for a named role or for the
--- default and the viewer (unnamed_of), and one for the login
--- (login_of_roles). p_trace looks the identity up even where no rule reads
--- it (R2 under a reference), for explain.
+-- formats no message. Few and small statements on purpose (each costs, and
+-- so does each plan node a statement starts, taken or not): one for the job
+-- and the data table (decide_entry; R2 ends there), one for the identity
+-- (identity_in), one for a named role or for the default and the viewer
+-- (unnamed_of), and one for the login (login_of_roles). p_trace looks the
+-- identity up even where no rule reads it (R2), for explain.
 --
 -- No SET clause (it would save and restore the setting on every call, on
 -- the hot path): decide is called only by resolve_datatable_role and
@@ -254,8 +238,7 @@ DECLARE
     ids bigint [] := '{}'::bigint [];
     result datatable_roles.decision;
 BEGIN
-    SELECT c.* INTO h FROM datatable_roles.decide_job(p_job_id, p_datatable,
-        p_role IS NOT NULL OR p_for_migration OR p_trace) AS c;
+    SELECT c.* INTO h FROM datatable_roles.decide_entry(p_job_id, p_datatable) AS c;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % was never recorded', p_job_id
             USING ERRCODE = 'no_data_found', HINT = 'Call record_job_start when the job starts.';
@@ -271,8 +254,23 @@ BEGIN
     result.permissioned_as := h.permissioned_as;
     result.viewer_email := h.end_user_email;
     result.is_reference := h.is_reference;
-    result.ident_admin := h.ident_admin;
-    result.ident_keys := h.ident_keys;
+    -- The identity in the governing workspace (identity_in), where a rule or
+    -- the trace reads it (R2 reads none). Its own workspace's is what
+    -- record_job_start captured, in member_keys' form: that branch of
+    -- identity_in, here as a statement of its own, so that a plan with the
+    -- other branch is not started for it.
+    IF p_role IS NOT NULL OR p_for_migration OR p_trace OR h.default_role <> 'admin' THEN
+        IF h.workspace = h.job_workspace THEN
+            result.ident_admin := h.is_admin;
+            result.ident_keys := array['*', h.permissioned_as]
+                || ARRAY(SELECT 'g/' || x FROM unnest(h.groups) AS x)
+                || ARRAY(SELECT 'f/' || x FROM unnest(h.folders) AS x);
+        ELSE
+            SELECT f.is_admin, f.keys INTO result.ident_admin, result.ident_keys
+            FROM datatable_roles.identity_in(h.workspace, h.job_workspace, null, null,
+                h.email) AS f;
+        END IF;
+    END IF;
 
     IF p_role IS NOT NULL THEN
         -- R1 (and R8 when a migration names a role): exactly {R}.
