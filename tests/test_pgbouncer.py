@@ -306,3 +306,38 @@ def test_retired_rotated_and_swept_logins_no_longer_connect_through_pgbouncer(wo
     assert b.lookup(alice.login) == []
     assert b.refused(fresh.login, fresh.password) is not None, "a swept login connected"
     assert b.pgb.running
+
+
+def test_what_a_one_role_connection_makes_through_pgbouncer_passes_to_its_role_when_swept(
+        world, bouncer):
+    """PgBouncer refuses the startup option ``role=``, so a one-role connection through it
+    acts as the login, and the table it makes is the login's. When the login is swept, the
+    table passes to its role as it is (R6: the login's sessions may act as the role), not to
+    the quarantine, and the role's viewers still read it through the login made next."""
+    w, b = world, bouncer
+    w.su(w.dbname).execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}")
+                           .format(sql.Identifier(w.emea)))
+    alice = w.resolve("alice")
+    assert alice.roles == [w.emea] and alice.login.startswith("wm_set_")
+    with b.connect(alice.login, alice.password) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (alice.login,)
+        conn.execute("CREATE TABLE public.emea_notes (id int PRIMARY KEY, note text)")
+        conn.execute("INSERT INTO public.emea_notes VALUES (1, 'kept'), (2, 'also kept')")
+        conn.commit()
+
+    w.advance_clock("400 days")
+    report = w.sweep()
+    assert report["dropped"] >= 1 and report["unfinished"] == [], report
+    assert w.role_state(alice.login) == (False, False)
+    owner, schema = w.su(w.dbname).execute(
+        "SELECT c.relowner::regrole::text, n.nspname FROM pg_class AS c"
+        " JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.relname = 'emea_notes'"
+    ).fetchone()
+    assert (owner, schema) == (w.emea, "public")
+
+    again = w.resolve("alice")
+    assert again.roles == [w.emea]
+    with b.connect(again.login, again.password) as conn:
+        assert conn.execute("SELECT id, note FROM public.emea_notes ORDER BY id").fetchall() == [
+            (1, "kept"), (2, "also kept")]
+        assert order_ids(conn) == [1, 4]

@@ -2559,6 +2559,7 @@ CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     AS $_$
 DECLARE
     db record;
+    heir text;
     granted text;
     failed text [] := '{}'::text [];
 BEGIN
@@ -2570,8 +2571,11 @@ BEGIN
     END LOOP;
     FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
     LOOP
+        heir := datatable_roles.one_role_heir(p_login, db.datname);
         BEGIN
             PERFORM datatable_roles.exec_in_database(db.datname, CASE
+                WHEN heir IS NOT NULL THEN format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
+                    p_login, heir)
                 WHEN db.admin_login IS NULL THEN format('DROP OWNED BY %I', p_login)
                 ELSE datatable_roles.quarantine_statements(p_login, db.admin_login)
                     || format('; REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
@@ -2659,6 +2663,23 @@ CREATE FUNCTION datatable_roles.no_default() RETURNS text
     RETURN '*none*'::text;
 
 ALTER FUNCTION datatable_roles.no_default() OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT r.name
+    FROM datatable_roles.datatable_role_set AS s
+    JOIN datatable_roles.catalog_role AS r ON r.id = s.role_ids[1]
+    WHERE s.login = p_login AND cardinality(s.role_ids) = 1 AND s.dbname = p_dbname
+        AND EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+            WHERE m.role_id = r.id AND d.dbname = p_dbname
+        )
+        AND EXISTS (SELECT FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = r.name)
+$$;
+
+ALTER FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.pg16_or_later() RETURNS boolean
     LANGUAGE sql STABLE
@@ -5789,6 +5810,8 @@ REVOKE ALL ON FUNCTION datatable_roles.nearest_name(p_name text, p_names text[])
 REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.pg16_or_later() FROM PUBLIC;
 

@@ -61,11 +61,34 @@ BEGIN
 END;
 $$;
 
+-- The role a one-role login's objects in its own database pass to (R6):
+-- its sessions act as the role when the client passes the role option, and
+-- a client that does not (PgBouncer refuses it) makes what the role could
+-- make, owned by the login. Passing that to the role gives nobody more than
+-- the login's sessions had as the role. The role must still exist and be
+-- mapped on a data table of that database; otherwise NULL: the quarantine.
+CREATE OR REPLACE FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT r.name
+    FROM datatable_roles.datatable_role_set AS s
+    JOIN datatable_roles.catalog_role AS r ON r.id = s.role_ids[1]
+    WHERE s.login = p_login AND cardinality(s.role_ids) = 1 AND s.dbname = p_dbname
+        AND EXISTS (
+            SELECT FROM datatable_roles.datatable_role AS m
+            JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
+            WHERE m.role_id = r.id AND d.dbname = p_dbname
+        )
+        AND EXISTS (SELECT FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = r.name)
+$$;
+
 -- Gives what p_login owns, in every data table database where it owns or
 -- holds anything (pg_shdepend tells which), to that database's admin login,
 -- kept but inert (quarantine_statements: nothing it held can run with the
 -- admin's privileges or show rows that RLS hides), then drops what is left
--- (its privileges). In any other database (postgres, the metadata database)
+-- (its privileges). A one-role login's objects in its own database pass to
+-- its role instead, as they are (one_role_heir). In any other database (postgres, the metadata database)
 -- nothing belongs to a data table: its objects and privileges there are
 -- dropped, so that a large or temporary object there blocks nothing.
 -- Returns the databases it could not finish, each with the reason; empty
@@ -77,6 +100,7 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     db record;
+    heir text;
     granted text;
     failed text [] := '{}'::text [];
 BEGIN
@@ -88,8 +112,11 @@ BEGIN
     END LOOP;
     FOR db IN SELECT * FROM datatable_roles.databases_holding(p_login)
     LOOP
+        heir := datatable_roles.one_role_heir(p_login, db.datname);
         BEGIN
             PERFORM datatable_roles.exec_in_database(db.datname, CASE
+                WHEN heir IS NOT NULL THEN format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
+                    p_login, heir)
                 WHEN db.admin_login IS NULL THEN format('DROP OWNED BY %I', p_login)
                 ELSE datatable_roles.quarantine_statements(p_login, db.admin_login)
                     || format('; REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',

@@ -1,5 +1,5 @@
 -- depends: 0020_heal_on_refusal
--- functions: a593976b4431e65c5374cd0eecccab3ad695a8db2377381f70abde4bb3625c95
+-- functions: 09eb77069df049fa47fcf89031bc4122d920cebd387271f893c6d4aa47f445e2
 -- The resolve's hot path in smaller statements (issue 24): each statement's
 -- plan is started whole on every run, branches not taken included, and that
 -- start-up was most of a resolve's time (docs/performance.md). decide reads
@@ -7,5 +7,8 @@
 -- where a rule reads it; a set login's name is an expression
 -- (set_login_named), and usable_set_login takes the name. Signatures that
 -- changed are dropped here; the post-apply hook creates the new ones.
+-- And what a one-role login made as itself (a client that does not pass
+-- the role option, as through PgBouncer) passes to its role when the login
+-- is swept, not to the quarantine (one_role_heir).
 DROP FUNCTION IF EXISTS datatable_roles.decide_job(uuid, text, boolean);
 DROP FUNCTION IF EXISTS datatable_roles.usable_set_login(text, bigint[]);
