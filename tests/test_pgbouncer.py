@@ -19,6 +19,7 @@ from psycopg import sql
 
 from datatable_roles_lab.pgbouncer import (AUTH_QUERY, PgBouncer, create_auth_user, install_auth,
                                            pgbouncer_binary, pgbouncer_version)
+from datatable_roles import cli
 from datatable_roles.scram import scram_sha256_verifier
 from support import World, connect
 
@@ -341,3 +342,47 @@ def test_what_a_one_role_connection_makes_through_pgbouncer_passes_to_its_role_w
         assert conn.execute("SELECT id, note FROM public.emea_notes ORDER BY id").fetchall() == [
             (1, "kept"), (2, "also kept")]
         assert order_ids(conn) == [1, 4]
+
+
+def test_an_auth_file_of_verifiers_serves_set_logins_with_no_auth_query(world, capsys):
+    """The managed profile's PgBouncer (docs/operating.md, "PgBouncer on managed PostgreSQL"):
+    no auth user, no lookup in the database; its auth_file is what `datatable-roles
+    pgbouncer-userlist` writes, each live set login with the verifier the package set, and
+    PgBouncer logs in to the server with the job's own SCRAM proof. A login is served once
+    it is in the file (after a reload), a rotated password once the file is written again,
+    and no plaintext password is ever in the file."""
+    w = world
+
+    def export() -> str:
+        code = cli.main(["--dsn", w.meta.owner_conninfo, "pgbouncer-userlist",
+                         "--database", w.dbname, "--output", str(pgb.userlist_path)])
+        out, _err = capsys.readouterr()
+        assert code == 0 and "set logins" in out, out
+        pgb.reload()
+        return pgb.userlist_path.read_text()
+
+    with PgBouncer(w.cluster, [w.dbname], None, None) as pgb:
+        b = Bouncer(w, pgb, "", "")
+        alice, bob = w.resolve("alice"), w.resolve("bob")
+        assert b.refused(alice.login, alice.password) is not None, "not in the auth_file yet"
+        text = export()
+        assert sorted(text.splitlines()) == sorted(
+            f'"{r.login}" "{stored_verifier(w, r.login)}"' for r in (alice, bob))
+        assert alice.password not in text and bob.password not in text
+        for r, rows in ((alice, [1, 4]), (bob, [2, 5])):
+            with b.connect(r.login, r.password) as conn:
+                assert conn.execute("SELECT current_user").fetchone() == (r.login,)
+                assert order_ids(conn) == rows
+        assert b.refused(alice.login, alice.password + "x") is not None
+
+        # Rotated by the sweep: the old password is refused at once (the server checks the
+        # job's proof), the new one works once the file is written again.
+        w.call("UPDATE datatable_roles.settings"
+               " SET clock_offset = clock_offset + rotate_every + interval '1 hour'")
+        assert w.sweep()["rotated"] >= 1
+        fresh = w.resolve("alice")
+        assert fresh.login == alice.login and fresh.password != alice.password
+        export()
+        assert b.refused(alice.login, alice.password) is not None, "the old password works"
+        with b.connect(fresh.login, fresh.password) as conn:
+            assert order_ids(conn) == [1, 4]

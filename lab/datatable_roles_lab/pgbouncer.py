@@ -98,8 +98,8 @@ class PgBouncer:
     auth_user and auth_query, server_reset_query_always = 1.
     """
 
-    def __init__(self, cluster: Cluster, databases: Iterable[str], auth_user: str,
-                 auth_password: str, *, pool_mode: str = "transaction",
+    def __init__(self, cluster: Cluster, databases: Iterable[str], auth_user: str | None,
+                 auth_password: str | None, *, pool_mode: str = "transaction",
                  settings: Mapping[str, object] | None = None, keep: bool = False,
                  start_timeout: float = 15.0) -> None:
         self.cluster = cluster
@@ -153,9 +153,10 @@ class PgBouncer:
             "listen_port": self.port,
             "unix_socket_dir": self.sockdir,
             "auth_type": "scram-sha-256",
-            "auth_file": self.base / "userlist.txt",
-            "auth_user": self.auth_user,
-            "auth_query": AUTH_QUERY,
+            "auth_file": self.userlist_path,
+            # Without an auth user: the auth_file alone (the managed profile's way).
+            **({"auth_user": self.auth_user, "auth_query": AUTH_QUERY}
+               if self.auth_user is not None else {}),
             "pool_mode": self.pool_mode,
             "logfile": self.log_path,
             "pidfile": self.base / "pgbouncer.pid",
@@ -174,16 +175,33 @@ class PgBouncer:
         lines += [f"{k} = {_ini_value(v)}" for k, v in settings.items()]
         return "\n".join(lines) + "\n"
 
+    @property
+    def userlist_path(self) -> Path:
+        return self.base / "userlist.txt"
+
     def _write_files(self) -> None:
         self.ini_path.write_text(self.config_text())
-        userlist = self.base / "userlist.txt"
-        fd = os.open(userlist, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(self.userlist_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(f"{_quote_userlist(self.auth_user)} {_quote_userlist(self._auth_password)}\n")
+            if self.auth_user is not None:
+                f.write(f"{_quote_userlist(self.auth_user)} "
+                        f"{_quote_userlist(self._auth_password)}\n")
         if _is_root():
             pw = pwd.getpwnam("postgres")
-            for p in (self.ini_path, userlist):
+            for p in (self.ini_path, self.userlist_path):
                 os.chown(p, pw.pw_uid, pw.pw_gid)
+
+    def reload(self, timeout: float = 10.0) -> None:
+        """SIGHUP: PgBouncer reads its configuration and auth_file again. Returns once its
+        log says so."""
+        marker = "got SIGHUP, re-reading config"
+        seen = self.log_path.read_text(errors="replace").count(marker)
+        self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while self.log_path.read_text(errors="replace").count(marker) <= seen:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"pgbouncer did not reload:\n{self.log_tail()}")
+            time.sleep(0.05)
 
     # ---- lifecycle -----------------------------------------------------------------------
 

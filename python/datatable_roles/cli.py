@@ -192,6 +192,38 @@ def cmd_set_admin_password(args: argparse.Namespace) -> Output:
 SET_UP_STEPS = ("bootstrap", "after-pg-upgrade", "pgbouncer-auth", "managed")
 
 
+def write_private_file(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` at once (a new file renamed over it), mode 0600, with
+    the owner of the file it replaces, so that PgBouncer never reads half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        try:
+            st = os.stat(path)
+            os.chown(tmp, st.st_uid, st.st_gid)
+        except FileNotFoundError:
+            pass
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def cmd_pgbouncer_userlist(args: argparse.Namespace) -> Output:
+    with metadata_client(args.dsn) as client:
+        lines = client.pgbouncer_userlist(args.database)
+    text = "".join(line + "\n" for line in lines)
+    if args.output is None:
+        return Output({"lines": lines}, text.rstrip("\n"))
+    write_private_file(args.output, text)
+    return Output({"logins": len(lines), "path": args.output},
+                  f"wrote {len(lines)} set logins to {args.output}")
+
+
 def cmd_sql_file(args: argparse.Namespace) -> Output:
     """The path of a set-up step shipped with the package, for psql -f."""
     path = SQL_DIR / f"{args.step}.sql"
@@ -453,6 +485,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. '30 days' (default: the instance's unused_after setting)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=cmd_sweep)
+
+    p = command("pgbouncer-userlist", "PgBouncer's auth_file lines of the live set logins",
+                "Each live set login with the SCRAM verifier the package set as its "
+                "password, as PgBouncer's auth_file wants it, for PgBouncer where auth_query "
+                "cannot read verifiers (managed PostgreSQL; docs/operating.md). PgBouncer "
+                "knows a login made or re-keyed since only after the next run and reload: "
+                "run it often, and after each sweep. With --output, the file is replaced at "
+                "once, mode 0600. "
+                "As the package owner.")
+    p.add_argument("--database", metavar="DBNAME",
+                   help="the set logins of this data table database only")
+    p.add_argument("--output", metavar="PATH", help="write the file (default: print)")
+    p.set_defaults(func=cmd_pgbouncer_userlist)
 
     p = command("lint-policies", "policies that name a role as text",
                 "Checks the row-level security policies of every registered data table's "

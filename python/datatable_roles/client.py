@@ -393,6 +393,13 @@ class Client:
         return [r[0] for r in self._rows(
             "SELECT * FROM datatable_roles.sweep_candidates(%s::interval)", [unused_for])]
 
+    def pgbouncer_userlist(self, dbname: str | None = None) -> list[str]:
+        """PgBouncer auth_file lines of the live set logins (of ``dbname``, or all): each
+        login with the SCRAM verifier the package set (docs/operating.md, "PgBouncer on
+        managed PostgreSQL"). Verifiers, never passwords."""
+        return [r[0] for r in self._rows(
+            "SELECT * FROM datatable_roles.pgbouncer_userlist(%s)", [dbname])]
+
     # ---- grants editor (owner, or a role given grant_acl_editor; docs/acl.md) -------------
 
     def datatable_acl(self, workspace: str, datatable: str,

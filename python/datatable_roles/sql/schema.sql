@@ -2689,6 +2689,18 @@ $$;
 
 ALTER FUNCTION datatable_roles.pg16_or_later() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.pgbouncer_userlist(p_dbname text DEFAULT NULL::text) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT format('"%s" "%s"', s.login, s.verifier)
+    FROM datatable_roles.datatable_role_set AS s
+    WHERE s.password <> '' AND s.verifier IS NOT NULL
+        AND (p_dbname IS NULL OR s.dbname = p_dbname)
+    ORDER BY s.login
+$$;
+
+ALTER FUNCTION datatable_roles.pgbouncer_userlist(p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.preview_note(p_note jsonb) RETURNS void
     LANGUAGE sql
     AS $$
@@ -5814,6 +5826,8 @@ REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.pg16_or_later() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.pgbouncer_userlist(p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.preview_note(p_note jsonb) FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0020_heal_on_refusal
--- functions: 09eb77069df049fa47fcf89031bc4122d920cebd387271f893c6d4aa47f445e2
+-- functions: f2d840acdb54b8945f1ece554abe3cc5484caa334d6d4df26c8e16c83cb535d0
 -- The resolve's hot path in smaller statements (issue 24): each statement's
 -- plan is started whole on every run, branches not taken included, and that
 -- start-up was most of a resolve's time (docs/performance.md). decide reads
@@ -9,6 +9,7 @@
 -- changed are dropped here; the post-apply hook creates the new ones.
 -- And what a one-role login made as itself (a client that does not pass
 -- the role option, as through PgBouncer) passes to its role when the login
--- is swept, not to the quarantine (one_role_heir).
+-- is swept, not to the quarantine (one_role_heir). New owner call:
+-- datatable_roles.pgbouncer_userlist, PgBouncer's auth_file of verifiers.
 DROP FUNCTION IF EXISTS datatable_roles.decide_job(uuid, text, boolean);
 DROP FUNCTION IF EXISTS datatable_roles.usable_set_login(text, bigint[]);

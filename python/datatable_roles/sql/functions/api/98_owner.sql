@@ -573,6 +573,23 @@ AS $$
     SELECT datatable_roles.sweep_candidates_at(datatable_roles.sweep_cutoff(p_unused_for))
 $$;
 
+-- PgBouncer's auth_file for the set logins, where auth_query cannot read
+-- verifiers (managed PostgreSQL, docs/operating.md): a line per live set
+-- login (of p_dbname, or of every database), '"<login>" "<verifier>"', the
+-- SCRAM verifier the package set as its password, so that PgBouncer's
+-- SCRAM pass-through logs in with the job's proof. Logins are named
+-- wm_set_<hex> and verifiers are base64 and '$:' only: nothing to quote.
+CREATE OR REPLACE FUNCTION datatable_roles.pgbouncer_userlist(p_dbname text DEFAULT null)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    SELECT format('"%s" "%s"', s.login, s.verifier)
+    FROM datatable_roles.datatable_role_set AS s
+    WHERE s.password <> '' AND s.verifier IS NOT NULL
+        AND (p_dbname IS NULL OR s.dbname = p_dbname)
+    ORDER BY s.login
+$$;
+
 -- The package owner grants the run-time calls to the platform's worker role:
 --     SELECT datatable_roles.grant_worker('<worker role>');
 CREATE OR REPLACE FUNCTION datatable_roles.grant_worker(p_worker text)
@@ -703,6 +720,7 @@ FROM unnest(ARRAY[
     'public.preview_datatable_role_change(text,text,text,text)',
     'public.sweep_unused_role_set_logins(jsonb,interval)',
     'datatable_roles.sweep_candidates(interval)',
+    'datatable_roles.pgbouncer_userlist(text)',
     'datatable_roles.grant_worker(text)',
     'datatable_roles.grant_directory_writer(text)',
     'datatable_roles.grant_acl_editor(text)',
