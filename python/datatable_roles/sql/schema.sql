@@ -2574,8 +2574,8 @@ BEGIN
         heir := datatable_roles.one_role_heir(p_login, db.datname);
         BEGIN
             PERFORM datatable_roles.exec_in_database(db.datname, CASE
-                WHEN heir IS NOT NULL THEN format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
-                    p_login, heir)
+                WHEN heir IS NOT NULL THEN format(
+                    'REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I', p_login, heir)
                 WHEN db.admin_login IS NULL THEN format('DROP OWNED BY %I', p_login)
                 ELSE datatable_roles.quarantine_statements(p_login, db.admin_login)
                     || format('; REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',

@@ -1,5 +1,5 @@
 -- depends: 0020_heal_on_refusal
--- functions: f2d840acdb54b8945f1ece554abe3cc5484caa334d6d4df26c8e16c83cb535d0
+-- functions: 88b856fbc2a82547f32775bd9f9f65ac4738c27ffc1c37438f168cdde588ea21
 -- The resolve's hot path in smaller statements (issue 24): each statement's
 -- plan is started whole on every run, branches not taken included, and that
 -- start-up was most of a resolve's time (docs/performance.md). decide reads

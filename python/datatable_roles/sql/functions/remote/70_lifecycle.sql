@@ -88,9 +88,10 @@ $$;
 -- kept but inert (quarantine_statements: nothing it held can run with the
 -- admin's privileges or show rows that RLS hides), then drops what is left
 -- (its privileges). A one-role login's objects in its own database pass to
--- its role instead, as they are (one_role_heir). In any other database (postgres, the metadata database)
--- nothing belongs to a data table: its objects and privileges there are
--- dropped, so that a large or temporary object there blocks nothing.
+-- its role instead, as they are (one_role_heir). In any other database
+-- (postgres, the metadata database) nothing belongs to a data table: its
+-- objects and privileges there are dropped, so that a large or temporary
+-- object there blocks nothing.
 -- Returns the databases it could not finish, each with the reason; empty
 -- when everything moved.
 CREATE OR REPLACE FUNCTION datatable_roles.move_objects_of(p_login text)
@@ -115,8 +116,8 @@ BEGIN
         heir := datatable_roles.one_role_heir(p_login, db.datname);
         BEGIN
             PERFORM datatable_roles.exec_in_database(db.datname, CASE
-                WHEN heir IS NOT NULL THEN format('REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
-                    p_login, heir)
+                WHEN heir IS NOT NULL THEN format(
+                    'REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I', p_login, heir)
                 WHEN db.admin_login IS NULL THEN format('DROP OWNED BY %I', p_login)
                 ELSE datatable_roles.quarantine_statements(p_login, db.admin_login)
                     || format('; REASSIGN OWNED BY %1$I TO %2$I; DROP OWNED BY %1$I',
