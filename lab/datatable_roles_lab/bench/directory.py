@@ -288,7 +288,7 @@ def measure_directory(world: World, pgbench: Pgbench, results: Results) -> None:
     results.rows += [
         Row("11 resolve, viewer path, Windmill adapter vs built-in directory",
             f"resolve time through the Windmill adapter / through the built-in tables "
-            f"(same directory; {run})", cfg.reps, ratio("b_resolve", "w_resolve"), 1.3, False,
+            f"(same directory; {run})", cfg.reps, ratio("b_resolve", "w_resolve"), 1.2, False,
             note=f"per resolve: {per_call('w_resolve')} vs {per_call('b_resolve')}"),
         Row("12a record_job_start, built-in directory",
             f"record_job_start time / plain INSERT of the same job row ({run})",
