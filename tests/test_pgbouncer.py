@@ -386,3 +386,25 @@ def test_an_auth_file_of_verifiers_serves_set_logins_with_no_auth_query(world, c
         assert b.refused(alice.login, alice.password) is not None, "the old password works"
         with b.connect(fresh.login, fresh.password) as conn:
             assert order_ids(conn) == [1, 4]
+
+
+def test_a_one_role_logins_objects_go_to_the_quarantine_once_its_role_is_unmapped_there(
+        world, bouncer):
+    """one_role_heir's limit: once the role is taken out of the map of the login's database,
+    what the login made there is not the role's to keep, and goes to the quarantine of the
+    database's admin login like a set login's."""
+    w, b = world, bouncer
+    w.su(w.dbname).execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}")
+                           .format(sql.Identifier(w.emea)))
+    alice = w.resolve("alice")
+    with b.connect(alice.login, alice.password) as conn:
+        conn.execute("CREATE TABLE public.emea_left (id int)")
+        conn.commit()
+    w.call("SELECT remove_datatable_role(%s, 'main', %s)", [w.ws, w.emea])
+    report = w.sweep()
+    assert report["unfinished"] == [] and w.role_state(alice.login) == (False, False), report
+    owner, schema = w.su(w.dbname).execute(
+        "SELECT c.relowner::regrole::text, n.nspname FROM pg_class AS c"
+        " JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.relname = 'emea_left'"
+    ).fetchone()
+    assert owner != w.emea and schema.startswith("wm_quarantine_"), (owner, schema)
