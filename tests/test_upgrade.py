@@ -124,7 +124,9 @@ class Release:
             o.execute("SELECT add_workspace_user('ws', %s, %s)", [user, f"{user}@x.io"])
         for user in ("alice", "carol"):
             o.execute("SELECT add_group_member('ws', 'emea', %s)", [user])
-        tenants = {"emea": ["g/emea"], "us": ["u/bob", "u/carol", "u/dave"], "apac": ["u/dave"]}
+        o.execute("SELECT set_folder_access('ws', 'apacdocs', 'u/dave', 'read')")
+        tenants = {"emea": ["g/emea"], "us": ["u/bob", "u/carol", "u/dave"],
+                   "apac": ["f/apacdocs", "u/dave"]}
         for name in tenants:
             o.execute("SELECT create_datatable_role(%s)", [self.role(name)])
         # The RLS fixture: orders 1 emea, 2 us, 3 apac, 4 emea, 5 us, a policy per role.
@@ -225,6 +227,9 @@ def test_a_landed_install_in_use_upgrades_to_head(cluster, release):
 
     # The schema is exactly a fresh install's, the worker's grants included.
     assert dump_schema(cluster, w.db) == fresh_schema_with_worker(cluster)
+    # The folders the lists named before are noted (0022), so jobs still capture them.
+    assert w.owner.execute("SELECT workspace, folder FROM datatable_roles.tenant_folder"
+                           ).fetchall() == [("ws", "apacdocs")]
     if w.commit not in BEFORE_SCOPED_LOGINS:
         # Installed with scoped logins (0012): the logins handed out before still work,
         # and resolve gives the same logins, roles and rows (here through the directory

@@ -4,7 +4,7 @@
 \set test t130
 \ir lib/begin.psql
 
-SELECT plan(79);
+SELECT plan(86);
 
 -- Workspace ws: pub (the identity of most jobs), alice (tenant of t130_us),
 -- bob (tenant of t130_emea), gx (group x), gy (joins group x later),
@@ -244,6 +244,48 @@ SELECT is(
 SELECT is(
     explain_datatable_role(:'j_gx', 'main', 't130_x') #>> '{steps,0,memberships}',
     'captured at job start', 'explain says the identity''s memberships are captured at start'
+);
+
+------------------------------------------------------------------------------
+-- Of the identity's folders, those a tenant list of the workspace names
+------------------------------------------------------------------------------
+-- fz reads fx (named by t130_f), fo (named by no list) and fa (named, later,
+-- by admin's tenants, through group z): only the named ones are captured.
+DO $$ BEGIN
+    PERFORM add_workspace_user('ws', 'fz', 'fz@x.io');
+    PERFORM add_group_member('ws', 'z', 'fz');
+    PERFORM set_folder_access('ws', 'fx', 'u/fz', 'write');
+    PERFORM set_folder_access('ws', 'fo', 'u/fz', 'owner');
+    PERFORM set_folder_access('ws', 'fa', 'g/z', 'read');
+END $$;
+SELECT tap.start_job('ws', 'u/fz', 'schedule') AS j_fz \gset
+SELECT is(
+    (SELECT folders FROM datatable_roles.job_perms WHERE job_id = :'j_fz'), '{fx}',
+    'only the folders a tenant list names are captured (fo, fa: none names them)'
+);
+SELECT is(
+    array(SELECT folder FROM datatable_roles.tenant_folder WHERE workspace = 'ws' ORDER BY 1),
+    '{fx}', 'tenant_folder holds the folders the lists name'
+);
+SELECT set_datatable_role_tenants('ws', 'main', 'admin', '{f/fa}');
+SELECT is(
+    array(SELECT folder FROM datatable_roles.tenant_folder WHERE workspace = 'ws' ORDER BY 1),
+    '{fa,fx}', 'an f/ key of admin''s tenants is noted as it is written'
+);
+SELECT matches(
+    tap.refusal(:'j_fz', 'main', 'admin'), '^42501\|R1\|',
+    'a folder named after the job started does not count for it (it was not captured)'
+);
+SELECT tap.start_job('ws', 'u/fz', 'schedule') AS j_fz2 \gset
+SELECT is(
+    (SELECT folders FROM datatable_roles.job_perms WHERE job_id = :'j_fz2'), '{fa,fx}',
+    'a job started after that captures it (reached through group z)'
+);
+SELECT is(tap.seen(:'j_fz2', 'main', 'admin'), '1,2,3,4,5', '... and may name admin (every row)');
+SELECT set_datatable_role_tenants('ws', 'main', 'admin', '{}');
+SELECT is(
+    array(SELECT folder FROM datatable_roles.tenant_folder WHERE workspace = 'ws' ORDER BY 1),
+    '{fa,fx}', 'a folder no list names any more stays noted (tested in vain, never fewer)'
 );
 
 ------------------------------------------------------------------------------

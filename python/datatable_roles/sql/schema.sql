@@ -1371,7 +1371,6 @@ ALTER FUNCTION datatable_roles.check_dbname(p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.check_email(p_email text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
     PERFORM datatable_roles.require(p_email, 'email');
@@ -1386,7 +1385,6 @@ ALTER FUNCTION datatable_roles.check_email(p_email text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.check_name(p_kind text, p_value text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
     PERFORM datatable_roles.require(p_value, p_kind);
@@ -1677,6 +1675,22 @@ CREATE FUNCTION datatable_roles.directory_folders(p_workspace text, p_username t
 $$;
 
 ALTER FUNCTION datatable_roles.directory_folders(p_workspace text, p_username text, p_groups text[]) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.directory_folders_among(p_workspace text, p_username text, p_groups text[], p_folders text[]) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT n.folder
+    FROM unnest(p_folders) AS n (folder)
+    CROSS JOIN LATERAL (
+        SELECT FROM datatable_roles.folder_access AS fa
+        WHERE fa.workspace = p_workspace AND fa.folder = n.folder
+            AND fa.principal = ANY(('u/' || p_username)
+                || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))
+        LIMIT 1
+    ) AS reached
+$$;
+
+ALTER FUNCTION datatable_roles.directory_folders_among(p_workspace text, p_username text, p_groups text[], p_folders text[]) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.directory_groups(p_workspace text, p_username text, p_email text) RETURNS SETOF text
     LANGUAGE sql STABLE
@@ -2170,7 +2184,6 @@ ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time z
 
 CREATE FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) RETURNS text
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
     viewer text;
@@ -2664,6 +2677,16 @@ CREATE FUNCTION datatable_roles.no_default() RETURNS text
 
 ALTER FUNCTION datatable_roles.no_default() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.note_folder_key(p_workspace text, p_folder text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO datatable_roles.tenant_folder (workspace, folder)
+    VALUES (p_workspace, p_folder)
+    ON CONFLICT ON CONSTRAINT tenant_folder_pkey DO NOTHING
+$$;
+
+ALTER FUNCTION datatable_roles.note_folder_key(p_workspace text, p_folder text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) RETURNS text
     LANGUAGE sql STABLE
     AS $$
@@ -2997,7 +3020,6 @@ ALTER FUNCTION datatable_roles.renew_link_login() OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.require(p_value anyelement, p_argument text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
     IF p_value IS NULL THEN
@@ -4721,17 +4743,28 @@ DECLARE
     identity_folders text [];
     viewer text;
 BEGIN
-    PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
-    PERFORM datatable_roles.require_workspace(ws);
-    PERFORM datatable_roles.require(record_job_start.permissioned_as, 'permissioned_as');
-    PERFORM datatable_roles.require(record_job_start.origin, 'origin');
+    -- The checks' helpers (each a call) run only to raise their error.
+    IF record_job_start.job_id IS NULL OR ws IS NULL OR record_job_start.permissioned_as IS NULL
+        OR record_job_start.origin IS NULL THEN
+        PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
+        PERFORM datatable_roles.require_workspace(ws);
+        PERFORM datatable_roles.require(record_job_start.permissioned_as, 'permissioned_as');
+        PERFORM datatable_roles.require(record_job_start.origin, 'origin');
+    END IF;
     IF record_job_start.permissioned_as !~ '^u/' THEN
         RAISE EXCEPTION 'invalid permissioned_as %', quote_literal(left(record_job_start.permissioned_as, 80))
             USING ERRCODE = 'invalid_parameter_value', HINT = 'A job identity is u/<username>.';
     END IF;
     identity_name := substr(record_job_start.permissioned_as, 3);
-    PERFORM datatable_roles.check_name('user', identity_name);
-    SELECT m.* INTO identity FROM datatable_roles.require_member(ws, identity_name) AS m;
+    IF NOT datatable_roles.name_ok(identity_name) THEN
+        PERFORM datatable_roles.check_name('user', identity_name);
+    END IF;
+    -- require_member's lookup, as one statement of this function.
+    SELECT m.* INTO identity FROM datatable_roles.directory_member(ws, identity_name) AS m
+    WHERE EXISTS (SELECT FROM datatable_roles.directory_workspace_exists(ws));
+    IF NOT FOUND THEN
+        PERFORM datatable_roles.require_member(ws, identity_name);
+    END IF;
 
     viewer := datatable_roles.job_viewer(ws, record_job_start.origin, record_job_start.caller_email,
         record_job_start.token_job_id);
@@ -4745,13 +4778,24 @@ BEGIN
     IF EXISTS (SELECT FROM datatable_roles.user_key_stale(ws, identity_name, identity.incarnation)) THEN
         PERFORM public.forget_workspace_user(ws, identity_name);
     END IF;
-    -- The identity's groups and folders (member_keys' g/ and f/ keys), as
-    -- statements of this function so that their plans are kept.
+    -- The identity's groups (member_keys' g/ keys), and of its folders those
+    -- a tenant list of the workspace names (tenant_folder): the only f/ keys
+    -- a rule can match. Named folders are looked up by key, so the cost
+    -- follows the maps, not the identity's folders (docs/rules.md, Inputs).
+    -- Statements of this function, so that their plans are kept.
     identity_groups := ARRAY(
         SELECT g FROM datatable_roles.directory_groups(ws, identity_name, identity.email) AS g
         ORDER BY g);
+    -- (The named folders as a lateral column: an argument with a subquery
+    -- would keep the seam function from being inlined.)
     identity_folders := ARRAY(
-        SELECT f FROM datatable_roles.directory_folders(ws, identity_name, identity_groups) AS f
+        SELECT f
+        FROM (
+            SELECT ARRAY(SELECT t.folder FROM datatable_roles.tenant_folder AS t
+                WHERE t.workspace = ws) AS folders
+        ) AS named
+        CROSS JOIN LATERAL datatable_roles.directory_folders_among(
+            ws, identity_name, identity_groups, named.folders) AS f
         ORDER BY f);
     INSERT INTO datatable_roles.job_perms (
         job_id, workspace, permissioned_as, email, is_admin, groups, folders,
@@ -5112,6 +5156,8 @@ BEGIN
         PERFORM datatable_roles.check_tenant_key(tenant_key);
         IF tenant_key LIKE 'u/%' THEN
             PERFORM datatable_roles.bind_user_key(entry.workspace, substr(tenant_key, 3));
+        ELSIF tenant_key LIKE 'f/%' THEN
+            PERFORM datatable_roles.note_folder_key(entry.workspace, substr(tenant_key, 3));
         END IF;
     END LOOP;
     clean := ARRAY(SELECT DISTINCT t FROM unnest(set_datatable_role_tenants.tenants) AS t ORDER BY t);
@@ -5456,6 +5502,13 @@ CREATE TABLE datatable_roles.settings (
 
 ALTER TABLE datatable_roles.settings OWNER TO dtr_owner;
 
+CREATE TABLE datatable_roles.tenant_folder (
+    workspace text NOT NULL,
+    folder text NOT NULL
+);
+
+ALTER TABLE datatable_roles.tenant_folder OWNER TO dtr_owner;
+
 CREATE TABLE datatable_roles.tenant_user (
     workspace text NOT NULL,
     username text NOT NULL,
@@ -5538,6 +5591,9 @@ ALTER TABLE ONLY datatable_roles.remote_script
 
 ALTER TABLE ONLY datatable_roles.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (singleton);
+
+ALTER TABLE ONLY datatable_roles.tenant_folder
+    ADD CONSTRAINT tenant_folder_pkey PRIMARY KEY (workspace, folder);
 
 ALTER TABLE ONLY datatable_roles.tenant_user
     ADD CONSTRAINT tenant_user_pkey PRIMARY KEY (workspace, username);
@@ -5719,6 +5775,8 @@ REVOKE ALL ON FUNCTION datatable_roles.default_of(p_datatable_id bigint, p_defau
 
 REVOKE ALL ON FUNCTION datatable_roles.directory_folders(p_workspace text, p_username text, p_groups text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.directory_folders_among(p_workspace text, p_username text, p_groups text[], p_folders text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.directory_groups(p_workspace text, p_username text, p_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.directory_in_group(p_workspace text, p_username text, p_email text, p_group text) FROM PUBLIC;
@@ -5822,6 +5880,8 @@ REVOKE ALL ON FUNCTION datatable_roles.nearest_name(p_name text, p_names text[])
 REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.note_folder_key(p_workspace text, p_folder text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) FROM PUBLIC;
 

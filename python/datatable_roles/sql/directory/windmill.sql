@@ -190,6 +190,27 @@ AS $$
             AND (f.owners @> ARRAY[p.principal::varchar] OR f.extra_perms ? p.principal)
 $$;
 
+-- Each named folder by its key (a LIMIT 1 lateral: a probe per folder),
+-- its owners and extra_perms keys tested against the member's principals.
+CREATE OR REPLACE FUNCTION datatable_roles.directory_folders_among(
+    p_workspace text, p_username text, p_groups text[], p_folders text[]
+)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    SELECT n.folder
+    FROM unnest(p_folders) AS n (folder)
+    CROSS JOIN LATERAL (
+        SELECT FROM public.folder AS f
+        WHERE f.workspace_id = p_workspace AND f.name = n.folder
+            AND (f.owners && (('u/' || p_username)
+                    || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))::varchar []
+                OR f.extra_perms ?| (('u/' || p_username)
+                    || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g)))
+        LIMIT 1
+    ) AS reached
+$$;
+
 -- The folder by its key, then its principals (owners and extra_perms keys)
 -- tested inside: a lateral expansion of the principals would be estimated
 -- at a hundred rows and tip the plan to a sequential scan of folder.

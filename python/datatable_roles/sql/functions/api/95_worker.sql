@@ -12,7 +12,8 @@
 --   schedule, trigger, agent_tool   nobody
 -- An argument the origin does not use must be NULL, so nothing else can
 -- supply a viewer (datatable_roles.job_viewer). The identity's admin flag,
--- groups and folders are captured now. Returns the recorded viewer.
+-- groups and the folders the workspace's tenant lists name are captured
+-- now. Returns the recorded viewer.
 CREATE OR REPLACE FUNCTION public.record_job_start(
     job_id uuid,
     workspace text,
@@ -33,17 +34,28 @@ DECLARE
     identity_folders text [];
     viewer text;
 BEGIN
-    PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
-    PERFORM datatable_roles.require_workspace(ws);
-    PERFORM datatable_roles.require(record_job_start.permissioned_as, 'permissioned_as');
-    PERFORM datatable_roles.require(record_job_start.origin, 'origin');
+    -- The checks' helpers (each a call) run only to raise their error.
+    IF record_job_start.job_id IS NULL OR ws IS NULL OR record_job_start.permissioned_as IS NULL
+        OR record_job_start.origin IS NULL THEN
+        PERFORM datatable_roles.require(record_job_start.job_id, 'job_id');
+        PERFORM datatable_roles.require_workspace(ws);
+        PERFORM datatable_roles.require(record_job_start.permissioned_as, 'permissioned_as');
+        PERFORM datatable_roles.require(record_job_start.origin, 'origin');
+    END IF;
     IF record_job_start.permissioned_as !~ '^u/' THEN
         RAISE EXCEPTION 'invalid permissioned_as %', quote_literal(left(record_job_start.permissioned_as, 80))
             USING ERRCODE = 'invalid_parameter_value', HINT = 'A job identity is u/<username>.';
     END IF;
     identity_name := substr(record_job_start.permissioned_as, 3);
-    PERFORM datatable_roles.check_name('user', identity_name);
-    SELECT m.* INTO identity FROM datatable_roles.require_member(ws, identity_name) AS m;
+    IF NOT datatable_roles.name_ok(identity_name) THEN
+        PERFORM datatable_roles.check_name('user', identity_name);
+    END IF;
+    -- require_member's lookup, as one statement of this function.
+    SELECT m.* INTO identity FROM datatable_roles.directory_member(ws, identity_name) AS m
+    WHERE EXISTS (SELECT FROM datatable_roles.directory_workspace_exists(ws));
+    IF NOT FOUND THEN
+        PERFORM datatable_roles.require_member(ws, identity_name);
+    END IF;
 
     viewer := datatable_roles.job_viewer(ws, record_job_start.origin, record_job_start.caller_email,
         record_job_start.token_job_id);
@@ -57,13 +69,24 @@ BEGIN
     IF EXISTS (SELECT FROM datatable_roles.user_key_stale(ws, identity_name, identity.incarnation)) THEN
         PERFORM public.forget_workspace_user(ws, identity_name);
     END IF;
-    -- The identity's groups and folders (member_keys' g/ and f/ keys), as
-    -- statements of this function so that their plans are kept.
+    -- The identity's groups (member_keys' g/ keys), and of its folders those
+    -- a tenant list of the workspace names (tenant_folder): the only f/ keys
+    -- a rule can match. Named folders are looked up by key, so the cost
+    -- follows the maps, not the identity's folders (docs/rules.md, Inputs).
+    -- Statements of this function, so that their plans are kept.
     identity_groups := ARRAY(
         SELECT g FROM datatable_roles.directory_groups(ws, identity_name, identity.email) AS g
         ORDER BY g);
+    -- (The named folders as a lateral column: an argument with a subquery
+    -- would keep the seam function from being inlined.)
     identity_folders := ARRAY(
-        SELECT f FROM datatable_roles.directory_folders(ws, identity_name, identity_groups) AS f
+        SELECT f
+        FROM (
+            SELECT ARRAY(SELECT t.folder FROM datatable_roles.tenant_folder AS t
+                WHERE t.workspace = ws) AS folders
+        ) AS named
+        CROSS JOIN LATERAL datatable_roles.directory_folders_among(
+            ws, identity_name, identity_groups, named.folders) AS f
         ORDER BY f);
     INSERT INTO datatable_roles.job_perms (
         job_id, workspace, permissioned_as, email, is_admin, groups, folders,

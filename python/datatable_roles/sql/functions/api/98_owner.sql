@@ -352,6 +352,8 @@ BEGIN
         PERFORM datatable_roles.check_tenant_key(tenant_key);
         IF tenant_key LIKE 'u/%' THEN
             PERFORM datatable_roles.bind_user_key(entry.workspace, substr(tenant_key, 3));
+        ELSIF tenant_key LIKE 'f/%' THEN
+            PERFORM datatable_roles.note_folder_key(entry.workspace, substr(tenant_key, 3));
         END IF;
     END LOOP;
     clean := ARRAY(SELECT DISTINCT t FROM unnest(set_datatable_role_tenants.tenants) AS t ORDER BY t);

@@ -32,7 +32,6 @@ $$;
 CREATE OR REPLACE FUNCTION datatable_roles.require(p_value anyelement, p_argument text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     IF p_value IS NULL THEN
@@ -61,7 +60,6 @@ $$;
 CREATE OR REPLACE FUNCTION datatable_roles.check_name(p_kind text, p_value text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles.require(p_value, p_kind);
@@ -89,7 +87,6 @@ $$;
 CREATE OR REPLACE FUNCTION datatable_roles.check_email(p_email text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
     PERFORM datatable_roles.require(p_email, 'email');

@@ -89,6 +89,27 @@ AS $$
             || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))
 $$;
 
+-- Of p_folders (each given once), those that a member (p_username, in
+-- p_groups) owns or may read or write: directory_folders, asked about named
+-- folders only. Each is probed by key (a LIMIT 1 lateral, so that the plan
+-- stays a probe per folder). Index: folder grants by (workspace, folder).
+CREATE OR REPLACE FUNCTION datatable_roles.directory_folders_among(
+    p_workspace text, p_username text, p_groups text[], p_folders text[]
+)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    SELECT n.folder
+    FROM unnest(p_folders) AS n (folder)
+    CROSS JOIN LATERAL (
+        SELECT FROM datatable_roles.folder_access AS fa
+        WHERE fa.workspace = p_workspace AND fa.folder = n.folder
+            AND fa.principal = ANY(('u/' || p_username)
+                || ARRAY(SELECT 'g/' || g FROM unnest(p_groups) AS g))
+        LIMIT 1
+    ) AS reached
+$$;
+
 -- A row when a member owns or may read or write one folder, directly or
 -- through a group. Index: folder grants by (workspace, folder).
 CREATE OR REPLACE FUNCTION datatable_roles.directory_reaches_folder(

@@ -134,6 +134,20 @@ BEGIN
 END;
 $$;
 
+-- Notes f/<folder>, about to be written into a tenant list of the
+-- workspace, in tenant_folder: the folders whose keys record_job_start
+-- captures. Never taken out (a folder no list names any more is only
+-- tested in vain), so a job's captured keys are never fewer than its
+-- workspace's lists named when it started.
+CREATE OR REPLACE FUNCTION datatable_roles.note_folder_key(p_workspace text, p_folder text)
+RETURNS void
+LANGUAGE sql
+AS $$
+    INSERT INTO datatable_roles.tenant_folder (workspace, folder)
+    VALUES (p_workspace, p_folder)
+    ON CONFLICT ON CONSTRAINT tenant_folder_pkey DO NOTHING
+$$;
+
 -- The directory calls below write the package's own tables (mirror mode);
 -- with an adapter, the platform's tables are the directory, and they
 -- refuse (55000).

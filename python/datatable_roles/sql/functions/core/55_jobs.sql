@@ -10,7 +10,6 @@ CREATE OR REPLACE FUNCTION datatable_roles.job_viewer(
 )
 RETURNS text
 LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     viewer text;
