@@ -99,3 +99,85 @@ def test_a_managed_install_serves_viewers_and_heals_a_rekeyed_login(managed_meta
     assert w.heal(r.login) == "works"
     report = w.sweep()
     assert report["unfinished"] == [], report
+
+
+# ---- login keepers (16+ without the guard) ---------------------------------------------------
+
+def keeper_of(w, login: str) -> str:
+    return w.call("SELECT datatable_roles.login_keeper(%s)", [login])[0][0]
+
+
+def test_the_sweep_acts_on_a_login_as_its_keeper(managed_meta, make_world):
+    """From 16 on, each login is made with a keeper holding ADMIN OPTION on it, and the sweep
+    changes the login as the keeper, so that PostgreSQL's check walks the keeper's few
+    memberships, not every role the owner made. Seen where it leaves a trace: the sweep's
+    first step, for a login that owns a table, makes the link login a member of it, and the
+    grant's grantor is the keeper. The owner's session is the owner again after each step,
+    and the sweep then drops the login."""
+    w = make_world(meta=managed_meta, **ACME)
+    w.set_default("main", None)
+    r = w.resolve(w.job("carol"))
+    su = w.su("postgres")
+    if int(su.execute("SHOW server_version_num").fetchone()[0]) < 160000:
+        assert w.call("SELECT datatable_roles.ensure_login_keeper(%s)", [r.login]) == [(None,)]
+        pytest.skip("ADMIN OPTION is needed from PostgreSQL 16 on: no keepers on 15")
+    keeper = keeper_of(w, r.login)
+    assert su.execute(
+        "SELECT m.admin_option, m.grantor::regrole::text FROM pg_auth_members AS m"
+        " WHERE m.roleid = %s::regrole AND m.member = %s::regrole",
+        [r.login, keeper]).fetchone() == (True, w.cluster.owner)
+    w.su(w.dbname).execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
+        sql.Identifier(r.login)))
+    with psycopg.connect(w.login_conninfo(r.login, r.password, r.dbname),
+                         autocommit=True) as conn:
+        conn.execute("CREATE TABLE carol_notes (note text)")
+    w.advance_clock("40 days")
+    link = w.call("SELECT datatable_roles.link_login()")[0][0]
+    with w.connect_owner() as owner:
+        with owner.transaction():
+            assert owner.execute(
+                "SELECT datatable_roles.sweep_take_away(%s,"
+                " datatable_roles.sweep_cutoff(NULL))", [r.login]).fetchone() == (True,)
+            assert owner.execute("SELECT current_user, current_setting('role')").fetchone() \
+                == (w.cluster.owner, "none")
+        assert su.execute(
+            "SELECT m.grantor::regrole::text FROM pg_auth_members AS m"
+            " WHERE m.roleid = %s::regrole AND m.member = %s::regrole",
+            [r.login, link]).fetchone() == (keeper,)
+        assert w.role_state(r.login) == (True, False)
+        report = w.sweep(owner)
+        assert report["dropped"] == 1 and report["unfinished"] == [], report
+        assert owner.execute("SELECT current_user, current_setting('role')").fetchone() == (
+            w.cluster.owner, "none")
+    assert w.role_state(r.login) == (False, False)
+    assert w.table_owner("carol_notes") == w.admin_login
+
+
+def test_a_keeper_gives_no_one_a_privilege(managed_meta, make_world):
+    """A keeper is NOLOGIN, NOINHERIT, and the owner its only member (SET, no INHERIT, so
+    the owner inherits nothing through it): it holds none of its logins' privileges, and no
+    login reaches it."""
+    w = make_world(meta=managed_meta, **ACME)
+    w.set_default("main", None)
+    r = w.resolve(w.job("carol"))
+    su = w.su("postgres")
+    if int(su.execute("SHOW server_version_num").fetchone()[0]) < 160000:
+        pytest.skip("no keepers on 15")
+    keeper = keeper_of(w, r.login)
+    assert su.execute(
+        "SELECT rolcanlogin, rolinherit, rolcreaterole, rolsuper FROM pg_roles"
+        " WHERE rolname = %s", [keeper]).fetchone() == (False, False, True, False)
+    assert su.execute(
+        "SELECT array_agg(format('%%s:%%s:%%s', m.member::regrole, m.inherit_option,"
+        " m.set_option) ORDER BY m.member::regrole::text) FROM pg_auth_members AS m"
+        " WHERE m.roleid = %s::regrole AND m.set_option", [keeper]).fetchone()[0] == [
+        f"{w.cluster.owner}:f:t"]
+    data = w.su(w.dbname)
+    assert data.execute("SELECT has_table_privilege(%s, 'orders', 'SELECT')",
+                        [keeper]).fetchone() == (False,)
+    assert data.execute("SELECT pg_has_role(%s, %s, 'MEMBER')", [r.login, keeper]
+                        ).fetchone() == (False,)
+    with psycopg.connect(w.login_conninfo(r.login, r.password, r.dbname),
+                         autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(keeper)))

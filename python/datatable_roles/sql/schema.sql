@@ -1762,7 +1762,8 @@ BEGIN
     IF datatable_roles.guard_changes_roles() THEN
         PERFORM datatable_roles_guard.disable_login(p_login);
     ELSE
-        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+        PERFORM datatable_roles.exec_on_login(p_login,
+            format('ALTER ROLE %I WITH NOLOGIN', p_login));
     END IF;
 END;
 $$;
@@ -1777,7 +1778,7 @@ BEGIN
     IF datatable_roles.guard_changes_roles() THEN
         PERFORM datatable_roles_guard.drop_login(p_login);
     ELSE
-        EXECUTE format('DROP ROLE %I', p_login);
+        PERFORM datatable_roles.exec_on_login(p_login, format('DROP ROLE %I', p_login));
     END IF;
 END;
 $$;
@@ -1855,6 +1856,31 @@ $$;
 
 ALTER FUNCTION datatable_roles.end_stray_sessions() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.ensure_login_keeper(p_login text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    keeper text := datatable_roles.login_keeper(p_login);
+BEGIN
+    IF NOT datatable_roles.pg16_or_later() THEN
+        RETURN NULL;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = keeper) THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.keeper:' || keeper, 0));
+        IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = keeper) THEN
+            EXECUTE format('CREATE ROLE %I WITH NOLOGIN NOINHERIT CREATEROLE', keeper);
+            -- (16+ syntax, dynamic as make_login's, so that 15 parses the function.)
+            EXECUTE format('GRANT %I TO %I WITH %s', keeper, current_user,
+                CASE WHEN datatable_roles.pg16_or_later() THEN 'INHERIT FALSE, SET TRUE' END);
+        END IF;
+    END IF;
+    RETURN keeper;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.ensure_login_keeper(p_login text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1922,6 +1948,41 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    keeper text := datatable_roles.login_keeper(p_login);
+    acting text := current_setting('role');
+BEGIN
+    IF NOT EXISTS (
+        SELECT FROM pg_auth_members AS m
+        WHERE m.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+            AND m.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = keeper)
+            AND m.admin_option
+    ) THEN
+        EXECUTE p_statement;
+        RETURN;
+    END IF;
+    BEGIN
+        PERFORM set_config('role', keeper, true);
+    EXCEPTION WHEN insufficient_privilege THEN
+        EXECUTE p_statement;
+        RETURN;
+    END;
+    BEGIN
+        EXECUTE p_statement;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        PERFORM set_config('role', acting, true);
+        RAISE;
+    END;
+    PERFORM set_config('role', acting, true);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.explain_steps(d datatable_roles.decision, p_role text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
@@ -2416,6 +2477,14 @@ $$;
 
 ALTER FUNCTION datatable_roles.login_intact(p_login text, p_dbname text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.login_keeper(p_login text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT datatable_roles.login_group() || '_k' || substr(p_login, 8, 2)
+$$;
+
+ALTER FUNCTION datatable_roles.login_keeper(p_login text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) RETURNS TABLE(kind text, login text, password text)
     LANGUAGE sql STABLE
     AS $$
@@ -2491,9 +2560,10 @@ BEGIN
             -- quadratic in its length, after every role change.
             EXECUTE format(
                 'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
-                || ' PASSWORD %L IN ROLE %s',
+                || ' PASSWORD %L IN ROLE %s%s',
                 p_login, verifier,
-                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
+                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n),
+                coalesce(' ADMIN ' || quote_ident(datatable_roles.ensure_login_keeper(p_login)), ''));
             PERFORM datatable_roles.fault_point('create:after_create_role');
             EXECUTE format('GRANT %I TO %I%s', datatable_roles.login_group(), p_login,
                 CASE WHEN datatable_roles.pg16_or_later()
@@ -3835,7 +3905,8 @@ BEGIN
         -- exists: on 16 the owner's own ADMIN row neither inherits nor sets.
         IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
             AND NOT datatable_roles.link_holds(p_login) THEN
-            EXECUTE format('GRANT %I TO %I', p_login, datatable_roles.link_login());
+            PERFORM datatable_roles.exec_on_login(p_login,
+                format('GRANT %I TO %I', p_login, datatable_roles.link_login()));
         END IF;
     END IF;
     PERFORM datatable_roles.end_sessions_of(p_login);
@@ -5799,9 +5870,13 @@ REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC
 
 REVOKE ALL ON FUNCTION datatable_roles.end_stray_sessions() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.ensure_login_keeper(p_login text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.explain_steps(d datatable_roles.decision, p_role text) FROM PUBLIC;
 
@@ -5858,6 +5933,8 @@ REVOKE ALL ON FUNCTION datatable_roles.login_group() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.login_group_name(p_instance uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_intact(p_login text, p_dbname text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.login_keeper(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
 

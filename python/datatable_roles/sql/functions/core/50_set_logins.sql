@@ -176,6 +176,88 @@ AS $$
         AND to_regprocedure('datatable_roles_guard.drop_login(text)') IS NOT NULL
 $$;
 
+-- Login keepers (16+, no guard: the managed profile). The check of ADMIN
+-- OPTION walks every role the acting role is a member of, transitively, and
+-- after any role change PostgreSQL reads each of them from pg_auth_members
+-- again: as the owner, member of every catalog role and every login, 40-60
+-- ms a statement at 10,000 roles. So each login is made with a keeper,
+-- <login group>_k<2 hex digits of its name> (256 of them, made as needed),
+-- holding ADMIN OPTION on it, and the sweep disables and drops it as its
+-- keeper, whose walk is its own few logins and their roles
+-- (docs/performance.md). A keeper is NOLOGIN and NOINHERIT (it has no
+-- privilege of its logins); only the owner is its member, WITH SET.
+CREATE OR REPLACE FUNCTION datatable_roles.login_keeper(p_login text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT datatable_roles.login_group() || '_k' || substr(p_login, 8, 2)
+$$;
+
+-- The keeper a login is made with (made first, if need be), or NULL before
+-- 16, where the owner's CREATEROLE needs no ADMIN OPTION.
+CREATE OR REPLACE FUNCTION datatable_roles.ensure_login_keeper(p_login text)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    keeper text := datatable_roles.login_keeper(p_login);
+BEGIN
+    IF NOT datatable_roles.pg16_or_later() THEN
+        RETURN NULL;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = keeper) THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.keeper:' || keeper, 0));
+        IF NOT EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = keeper) THEN
+            EXECUTE format('CREATE ROLE %I WITH NOLOGIN NOINHERIT CREATEROLE', keeper);
+            -- (16+ syntax, dynamic as make_login's, so that 15 parses the function.)
+            EXECUTE format('GRANT %I TO %I WITH %s', keeper, current_user,
+                CASE WHEN datatable_roles.pg16_or_later() THEN 'INHERIT FALSE, SET TRUE' END);
+        END IF;
+    END IF;
+    RETURN keeper;
+END;
+$$;
+
+-- Runs a role statement on p_login as its keeper when the keeper holds
+-- ADMIN OPTION on it; else (a login made before keepers, or by the guard;
+-- or a SECURITY DEFINER caller, where SET ROLE is refused) as the owner.
+-- The role is set back before returning or raising: SET LOCAL ROLE inside a
+-- function outlives it. p_statement is built by the caller with format's %I.
+CREATE OR REPLACE FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    keeper text := datatable_roles.login_keeper(p_login);
+    acting text := current_setting('role');
+BEGIN
+    IF NOT EXISTS (
+        SELECT FROM pg_auth_members AS m
+        WHERE m.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
+            AND m.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = keeper)
+            AND m.admin_option
+    ) THEN
+        EXECUTE p_statement;
+        RETURN;
+    END IF;
+    BEGIN
+        PERFORM set_config('role', keeper, true);
+    EXCEPTION WHEN insufficient_privilege THEN
+        EXECUTE p_statement;
+        RETURN;
+    END;
+    BEGIN
+        EXECUTE p_statement;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        PERFORM set_config('role', acting, true);
+        RAISE;
+    END;
+    PERFORM set_config('role', acting, true);
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION datatable_roles.disable_login(p_login text)
 RETURNS void
 LANGUAGE plpgsql
@@ -185,7 +267,8 @@ BEGIN
     IF datatable_roles.guard_changes_roles() THEN
         PERFORM datatable_roles_guard.disable_login(p_login);
     ELSE
-        EXECUTE format('ALTER ROLE %I WITH NOLOGIN', p_login);
+        PERFORM datatable_roles.exec_on_login(p_login,
+            format('ALTER ROLE %I WITH NOLOGIN', p_login));
     END IF;
 END;
 $$;
@@ -199,7 +282,7 @@ BEGIN
     IF datatable_roles.guard_changes_roles() THEN
         PERFORM datatable_roles_guard.drop_login(p_login);
     ELSE
-        EXECUTE format('DROP ROLE %I', p_login);
+        PERFORM datatable_roles.exec_on_login(p_login, format('DROP ROLE %I', p_login));
     END IF;
 END;
 $$;
@@ -419,9 +502,10 @@ BEGIN
             -- quadratic in its length, after every role change.
             EXECUTE format(
                 'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
-                || ' PASSWORD %L IN ROLE %s',
+                || ' PASSWORD %L IN ROLE %s%s',
                 p_login, verifier,
-                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n));
+                (SELECT string_agg(quote_ident(n), ', ') FROM unnest(names) AS n),
+                coalesce(' ADMIN ' || quote_ident(datatable_roles.ensure_login_keeper(p_login)), ''));
             PERFORM datatable_roles.fault_point('create:after_create_role');
             EXECUTE format('GRANT %I TO %I%s', datatable_roles.login_group(), p_login,
                 CASE WHEN datatable_roles.pg16_or_later()

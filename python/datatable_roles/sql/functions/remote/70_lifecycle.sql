@@ -208,7 +208,8 @@ BEGIN
         -- exists: on 16 the owner's own ADMIN row neither inherits nor sets.
         IF EXISTS (SELECT FROM datatable_roles.databases_holding(p_login))
             AND NOT datatable_roles.link_holds(p_login) THEN
-            EXECUTE format('GRANT %I TO %I', p_login, datatable_roles.link_login());
+            PERFORM datatable_roles.exec_on_login(p_login,
+                format('GRANT %I TO %I', p_login, datatable_roles.link_login()));
         END IF;
     END IF;
     PERFORM datatable_roles.end_sessions_of(p_login);

@@ -1,5 +1,5 @@
 -- depends: 0021_hot_path_and_one_role_heir
--- functions: ddfeee19592628f79b2b9cd1729c41f9464481a6ecc57b273828d1a80d2ba148
+-- functions: 620f5411fed942ed1b465e366bd6d272a1d7539b6ae195671b45c6d8044b56f0
 -- record_job_start captures what the rules need, and no more (issue 24):
 -- of the identity's folders, those a tenant list of its workspace names.
 -- Testing each of them by key costs what the maps name; listing every
@@ -7,6 +7,11 @@
 -- included) was most of record_job_start's time. tenant_folder notes the
 -- folders that set_datatable_role_tenants writes into a list (f/ keys of
 -- role maps and of admin's tenants); the lists of now are noted here.
+-- And login keepers (16+ without the guard, the managed profile): each new
+-- login is made with a keeper role holding ADMIN OPTION on it, and the
+-- sweep disables and drops it as that keeper, so that PostgreSQL's check
+-- walks the keeper's few memberships, not every role the owner made
+-- (functions only; logins made before keep being changed as the owner).
 CREATE TABLE datatable_roles.tenant_folder (
     workspace text NOT NULL,
     folder text NOT NULL,
