@@ -2535,18 +2535,21 @@ BEGIN
             -- Only attributes to change are named: from 16 on, naming one the
             -- owner lacks (NOCREATEDB) is refused. One a superuser gave it
             -- (SUPERUSER, REPLICATION, BYPASSRLS) makes this fail.
-            EXECUTE format('ALTER ROLE %I WITH LOGIN INHERIT%s%s%s%s PASSWORD %L', p_login,
+            -- As its keeper, where it has one (the sweep's rotation, docs/performance.md).
+            PERFORM datatable_roles.exec_on_login(p_login, format(
+                'ALTER ROLE %I WITH LOGIN INHERIT%s%s%s%s PASSWORD %L', p_login,
                 CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
                 CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
                 CASE WHEN taken.rolconnlimit <> -1 THEN ' CONNECTION LIMIT -1' ELSE '' END,
                 CASE WHEN coalesce(taken.rolvaliduntil, 'infinity') <> 'infinity'
                     THEN ' VALID UNTIL ''infinity''' ELSE '' END,
-                verifier);
+                verifier));
         END IF;
         IF taken.rolname IS NOT NULL THEN
             PERFORM datatable_roles.fault_point('rekey:after_alter_role');
             IF taken.rolconfig IS NOT NULL THEN
-                EXECUTE format('ALTER ROLE %I RESET ALL', p_login);
+                PERFORM datatable_roles.exec_on_login(p_login,
+                    format('ALTER ROLE %I RESET ALL', p_login));
             END IF;
             PERFORM datatable_roles.reset_database_settings(p_login);
             PERFORM datatable_roles.reset_memberships(p_login, names);
@@ -3249,7 +3252,8 @@ BEGIN
         JOIN pg_database AS pd ON pd.oid = rs.setdatabase
         WHERE pr.rolname = p_login
     LOOP
-        EXECUTE format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db);
+        PERFORM datatable_roles.exec_on_login(p_login,
+            format('ALTER ROLE %I IN DATABASE %I RESET ALL', p_login, db));
     END LOOP;
 END;
 $$;
