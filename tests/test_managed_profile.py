@@ -181,3 +181,32 @@ def test_a_keeper_gives_no_one_a_privilege(managed_meta, make_world):
                          autocommit=True) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(keeper)))
+
+
+def test_a_role_made_first_under_a_keepers_name_is_not_used(managed_meta, make_world, uid):
+    """Keepers are named predictably (<login group>_k<2 hex digits>), so another CREATEROLE
+    role, such as another instance's owner, could make one first and administer every login
+    made with it. A role of that name that is not the package's (another member than the
+    owner) is passed over: the login is made without a keeper, its memberships name no
+    stranger, and the sweep still drops it as the owner."""
+    w = make_world(meta=managed_meta, **ACME)
+    w.set_default("main", None)
+    su = w.su("postgres")
+    if int(su.execute("SHOW server_version_num").fetchone()[0]) < 160000:
+        pytest.skip("no keepers on 15")
+    intruder = f"{uid}_intruder"
+    su.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(intruder)))
+    names = [n for (n,) in w.call(
+        "SELECT datatable_roles.login_keeper('wm_set_' || lpad(to_hex(i), 2, '0'))"
+        " FROM generate_series(0, 255) AS i")]
+    for name in names:   # as another CREATEROLE role would: NOLOGIN, the intruder its member
+        su.execute(sql.SQL("CREATE ROLE {} NOLOGIN NOINHERIT CREATEROLE ROLE {}").format(
+            sql.Identifier(name), sql.Identifier(intruder)))
+    r = w.resolve(w.job("carol"))
+    assert w.call("SELECT datatable_roles.ensure_login_keeper(%s)", [r.login]) == [(None,)]
+    assert su.execute(
+        "SELECT count(*) FROM pg_auth_members AS m WHERE m.roleid = %s::regrole"
+        " AND m.member::regrole::text = ANY(%s)", [r.login, names]).fetchone() == (0,)
+    w.advance_clock("40 days")
+    report = w.sweep()
+    assert report["dropped"] == 1 and report["unfinished"] == [], report

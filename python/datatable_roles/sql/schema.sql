@@ -1875,6 +1875,19 @@ BEGIN
                 CASE WHEN datatable_roles.pg16_or_later() THEN 'INHERIT FALSE, SET TRUE' END);
         END IF;
     END IF;
+    IF NOT EXISTS (
+        SELECT FROM pg_roles AS pr
+        WHERE pr.rolname = keeper AND NOT pr.rolcanlogin AND NOT pr.rolinherit
+            AND NOT pr.rolsuper AND NOT pr.rolcreatedb AND NOT pr.rolreplication
+            AND NOT pr.rolbypassrls
+            AND NOT EXISTS (
+                SELECT FROM pg_auth_members AS m
+                WHERE m.roleid = pr.oid
+                    AND m.member <> (SELECT o.oid FROM pg_roles AS o WHERE o.rolname = current_user)
+            )
+    ) THEN
+        RETURN NULL;
+    END IF;
     RETURN keeper;
 END;
 $$;

@@ -193,8 +193,13 @@ AS $$
     SELECT datatable_roles.login_group() || '_k' || substr(p_login, 8, 2)
 $$;
 
--- The keeper a login is made with (made first, if need be), or NULL before
--- 16, where the owner's CREATEROLE needs no ADMIN OPTION.
+-- The keeper a login is made with (made first, if need be); NULL before 16,
+-- where the owner's CREATEROLE needs no ADMIN OPTION, and when a role of
+-- that name exists that is not the package's: keepers are named
+-- predictably, so another CREATEROLE role (another instance's owner, say)
+-- could make one first, and whoever is its member would administer every
+-- login made with it. Ours has the owner as its one member and no
+-- attribute but CREATEROLE. The login is then made without a keeper.
 CREATE OR REPLACE FUNCTION datatable_roles.ensure_login_keeper(p_login text)
 RETURNS text
 LANGUAGE plpgsql
@@ -214,6 +219,19 @@ BEGIN
             EXECUTE format('GRANT %I TO %I WITH %s', keeper, current_user,
                 CASE WHEN datatable_roles.pg16_or_later() THEN 'INHERIT FALSE, SET TRUE' END);
         END IF;
+    END IF;
+    IF NOT EXISTS (
+        SELECT FROM pg_roles AS pr
+        WHERE pr.rolname = keeper AND NOT pr.rolcanlogin AND NOT pr.rolinherit
+            AND NOT pr.rolsuper AND NOT pr.rolcreatedb AND NOT pr.rolreplication
+            AND NOT pr.rolbypassrls
+            AND NOT EXISTS (
+                SELECT FROM pg_auth_members AS m
+                WHERE m.roleid = pr.oid
+                    AND m.member <> (SELECT o.oid FROM pg_roles AS o WHERE o.rolname = current_user)
+            )
+    ) THEN
+        RETURN NULL;
     END IF;
     RETURN keeper;
 END;
