@@ -210,3 +210,31 @@ def test_a_role_made_first_under_a_keepers_name_is_not_used(managed_meta, make_w
     w.advance_clock("40 days")
     report = w.sweep()
     assert report["dropped"] == 1 and report["unfinished"] == [], report
+
+
+def test_what_a_keeper_may_not_do_the_owner_does(managed_meta, make_world):
+    """The sweep's re-keying names only the attributes to take away: NOCREATEDB for a login someone gave
+    CREATEDB. PostgreSQL lets only a CREATEDB role name it, which a keeper is not: the
+    statement then runs as the owner (here given CREATEDB, as a managed service's admin role
+    has it), and the login is re-keyed and stripped as before keepers."""
+    w = make_world(meta=managed_meta, **ACME)
+    w.set_default("main", None)
+    su = w.su("postgres")
+    if int(su.execute("SHOW server_version_num").fetchone()[0]) < 160000:
+        pytest.skip("no keepers on 15")
+    r = w.resolve(w.job("carol"))
+    owner = sql.Identifier(w.cluster.owner)
+    su.execute(sql.SQL("ALTER ROLE {} CREATEDB").format(owner))
+    try:
+        su.execute(sql.SQL("ALTER ROLE {} CREATEDB").format(sql.Identifier(r.login)))
+        w.advance_clock("2 days")   # past rotate_every, well before unused_after
+        report = w.sweep()
+        # Healed (its attributes changed) or rotated: re-keyed by make_login either way.
+        assert report["healed"] + report["rotated"] >= 1 and report["unfinished"] == [], report
+    finally:
+        su.execute(sql.SQL("ALTER ROLE {} NOCREATEDB").format(owner))
+    assert su.execute("SELECT rolcreatedb FROM pg_roles WHERE rolname = %s",
+                      [r.login]).fetchone() == (False,)
+    again = w.resolve(w.job("carol"))
+    assert again.login == r.login and again.password != r.password
+    assert authenticates(w, again.login, again.password)

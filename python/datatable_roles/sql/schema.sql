@@ -1969,6 +1969,7 @@ CREATE FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text) RE
 DECLARE
     keeper text := datatable_roles.login_keeper(p_login);
     acting text := current_setting('role');
+    refused boolean := false;
 BEGIN
     IF NOT EXISTS (
         SELECT FROM pg_auth_members AS m
@@ -1987,11 +1988,17 @@ BEGIN
     END;
     BEGIN
         EXECUTE p_statement;
-    EXCEPTION WHEN OTHERS OR query_canceled THEN
-        PERFORM set_config('role', acting, true);
-        RAISE;
+    EXCEPTION
+        WHEN insufficient_privilege THEN
+            refused := true;
+        WHEN OTHERS OR query_canceled THEN
+            PERFORM set_config('role', acting, true);
+            RAISE;
     END;
     PERFORM set_config('role', acting, true);
+    IF refused THEN
+        EXECUTE p_statement;
+    END IF;
 END;
 $$;
 

@@ -239,9 +239,11 @@ $$;
 
 -- Runs a role statement on p_login as its keeper when the keeper holds
 -- ADMIN OPTION on it; else (a login made before keepers, or by the guard;
--- or a SECURITY DEFINER caller, where SET ROLE is refused) as the owner.
--- The role is set back before returning or raising: SET LOCAL ROLE inside a
--- function outlives it. p_statement is built by the caller with format's %I.
+-- or a SECURITY DEFINER caller, where SET ROLE is refused) as the owner, as
+-- also when the keeper may not (naming an attribute the keeper lacks, such
+-- as NOCREATEDB for a login someone gave CREATEDB). The role is set back
+-- before returning or raising: SET LOCAL ROLE inside a function outlives
+-- it. p_statement is built by the caller with format's %I.
 CREATE OR REPLACE FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text)
 RETURNS void
 LANGUAGE plpgsql
@@ -250,6 +252,7 @@ AS $$
 DECLARE
     keeper text := datatable_roles.login_keeper(p_login);
     acting text := current_setting('role');
+    refused boolean := false;
 BEGIN
     IF NOT EXISTS (
         SELECT FROM pg_auth_members AS m
@@ -268,11 +271,17 @@ BEGIN
     END;
     BEGIN
         EXECUTE p_statement;
-    EXCEPTION WHEN OTHERS OR query_canceled THEN
-        PERFORM set_config('role', acting, true);
-        RAISE;
+    EXCEPTION
+        WHEN insufficient_privilege THEN
+            refused := true;
+        WHEN OTHERS OR query_canceled THEN
+            PERFORM set_config('role', acting, true);
+            RAISE;
     END;
     PERFORM set_config('role', acting, true);
+    IF refused THEN
+        EXECUTE p_statement;
+    END IF;
 END;
 $$;
 
