@@ -1969,36 +1969,23 @@ CREATE FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text) RE
 DECLARE
     keeper text := datatable_roles.login_keeper(p_login);
     acting text := current_setting('role');
-    refused boolean := false;
 BEGIN
-    IF NOT EXISTS (
+    IF EXISTS (
         SELECT FROM pg_auth_members AS m
         WHERE m.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
             AND m.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = keeper)
             AND m.admin_option
     ) THEN
-        EXECUTE p_statement;
-        RETURN;
-    END IF;
-    BEGIN
-        PERFORM set_config('role', keeper, true);
-    EXCEPTION WHEN insufficient_privilege THEN
-        EXECUTE p_statement;
-        RETURN;
-    END;
-    BEGIN
-        EXECUTE p_statement;
-    EXCEPTION
-        WHEN insufficient_privilege THEN
-            refused := true;
-        WHEN OTHERS OR query_canceled THEN
+        BEGIN
+            PERFORM set_config('role', keeper, true);
+            EXECUTE p_statement;
             PERFORM set_config('role', acting, true);
-            RAISE;
-    END;
-    PERFORM set_config('role', acting, true);
-    IF refused THEN
-        EXECUTE p_statement;
+            RETURN;
+        EXCEPTION WHEN insufficient_privilege THEN
+            NULL;  -- as the owner, below
+        END;
     END IF;
+    EXECUTE p_statement;
 END;
 $$;
 

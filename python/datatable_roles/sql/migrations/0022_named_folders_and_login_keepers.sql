@@ -1,5 +1,5 @@
 -- depends: 0021_hot_path_and_one_role_heir
--- functions: bbffe1dbc074d64dfe1ff0ace618627b2e1247578a340f7e8483d0339a60412d
+-- functions: cec9cfb59e3091e13cce91d1b33e6e09bf834a734900c0ea23053e4344348c44
 -- record_job_start captures what the rules need, and no more (issue 24):
 -- of the identity's folders, those a tenant list of its workspace names.
 -- Testing each of them by key costs what the maps name; listing every

@@ -241,9 +241,10 @@ $$;
 -- ADMIN OPTION on it; else (a login made before keepers, or by the guard;
 -- or a SECURITY DEFINER caller, where SET ROLE is refused) as the owner, as
 -- also when the keeper may not (naming an attribute the keeper lacks, such
--- as NOCREATEDB for a login someone gave CREATEDB). The role is set back
--- before returning or raising: SET LOCAL ROLE inside a function outlives
--- it. p_statement is built by the caller with format's %I.
+-- as NOCREATEDB for a login someone gave CREATEDB). The role is set inside
+-- the block, so that an error rolls it back with the block; after success
+-- it is set back here (SET LOCAL ROLE inside a function outlives it).
+-- p_statement is built by the caller with format's %I.
 CREATE OR REPLACE FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text)
 RETURNS void
 LANGUAGE plpgsql
@@ -252,36 +253,23 @@ AS $$
 DECLARE
     keeper text := datatable_roles.login_keeper(p_login);
     acting text := current_setting('role');
-    refused boolean := false;
 BEGIN
-    IF NOT EXISTS (
+    IF EXISTS (
         SELECT FROM pg_auth_members AS m
         WHERE m.roleid = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = p_login)
             AND m.member = (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = keeper)
             AND m.admin_option
     ) THEN
-        EXECUTE p_statement;
-        RETURN;
-    END IF;
-    BEGIN
-        PERFORM set_config('role', keeper, true);
-    EXCEPTION WHEN insufficient_privilege THEN
-        EXECUTE p_statement;
-        RETURN;
-    END;
-    BEGIN
-        EXECUTE p_statement;
-    EXCEPTION
-        WHEN insufficient_privilege THEN
-            refused := true;
-        WHEN OTHERS OR query_canceled THEN
+        BEGIN
+            PERFORM set_config('role', keeper, true);
+            EXECUTE p_statement;
             PERFORM set_config('role', acting, true);
-            RAISE;
-    END;
-    PERFORM set_config('role', acting, true);
-    IF refused THEN
-        EXECUTE p_statement;
+            RETURN;
+        EXCEPTION WHEN insufficient_privilege THEN
+            NULL;  -- as the owner, below
+        END;
     END IF;
+    EXECUTE p_statement;
 END;
 $$;
 
