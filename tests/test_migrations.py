@@ -115,7 +115,8 @@ LANDED = [RELEASE_0_1_0,
           "4e43dce854519f42b6ea1e435f6a138c157fc33c",  # issue 23: 0018
           "8a5ca02476936a82339017f4a5d106ad3299a7a0",  # issue 23 fix: 0019
           "4040788492dc4e78b056213c0aa60848183b450d",  # issue 24 part 1: 0020
-          "0e473c169ce4704e2b4a8c390b0185ef6fb4712d"]  # issue 24 part 2: 0021
+          "0e473c169ce4704e2b4a8c390b0185ef6fb4712d",  # issue 24 part 2: 0021
+          "e8af36fb86dc24003c8d2c524c822043d58ab93d"]  # issue 24 part 3: 0022
 # Landed migrations changed since, each with why installs that ran the old text end up the
 # same (tests/test_upgrade.py shows it).
 CHANGED_SINCE_LANDED = {
