@@ -103,13 +103,16 @@ $$;
 -- Which login a job's connection to a data table uses (docs/rules.md).
 -- Returns one row: the database, the login, its password, the roles it
 -- holds (sorted names; {admin} for the admin login) and login_kind ('admin',
--- 'role' or 'set'). A refusal raises 42501 with the data table, the rule
+-- 'role' or 'set'), and for a data table on another server where to
+-- connect (host, port, sslmode; NULL for local: the metadata database's
+-- cluster). A refusal raises 42501 with the data table, the rule
 -- (also in the error's CONSTRAINT field, e.g. 'R5'), and the fix. A login
 -- whose password was changed outside the package is handed out as stored:
 -- the connection is refused, and heal_refused_login heals it.
 CREATE OR REPLACE FUNCTION public.resolve_datatable_role(
     job_id uuid, datatable text, role text DEFAULT null, for_migration boolean DEFAULT false,
-    OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text
+    OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text,
+    OUT host text, OUT port integer, OUT sslmode text
 )
 RETURNS record
 LANGUAGE plpgsql SECURITY DEFINER
@@ -138,6 +141,15 @@ BEGIN
     IF d.refused_case IS NOT NULL THEN
         PERFORM datatable_roles.refuse(d, resolve_datatable_role.datatable,
             resolve_datatable_role.role);
+    END IF;
+    IF d.server <> 'local' THEN
+        -- Another server (docs/servers.md): where to connect, and no login
+        -- while a change the catalog made has not reached it.
+        IF EXISTS (SELECT FROM datatable_roles.server_change AS c WHERE c.server = d.server) THEN
+            PERFORM datatable_roles.refuse_while_pending(d.server);
+        END IF;
+        SELECT sv.host, sv.port, sv.sslmode INTO host, port, sslmode
+        FROM datatable_roles.server AS sv WHERE sv.name = d.server;
     END IF;
     dbname := d.dbname;
     roles := d.role_names;

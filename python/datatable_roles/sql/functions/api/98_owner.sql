@@ -114,6 +114,7 @@ BEGIN
         RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(new_name)
             USING ERRCODE = 'invalid_parameter_value';
     END;
+    PERFORM datatable_roles.rename_role_on_servers(old_role.id, old_role.name, new_name);
 END;
 $$;
 
@@ -191,6 +192,8 @@ BEGIN
     END IF;
     PERFORM datatable_roles.fault_point('drop_role:after_move');
     PERFORM public.retire_role_set_logins_of(target.name);
+    -- Other servers: after the retirements there (queued in order).
+    PERFORM datatable_roles.drop_role_on_servers(target.id, target.name);
     UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
     WHERE d.default_role = target.name;
     DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
@@ -214,9 +217,14 @@ $$;
 -- then set again, to the same password, through a verifier the package
 -- computes, so that a later change by anyone else is seen (admin_verifier).
 -- CONNECT is revoked from PUBLIC on the database; the default role starts as
--- admin. Returns its id.
+-- admin. Returns its id. On another server (register_datatable_server), the
+-- checks run there as the admin login (take_remote_admin_login), whose
+-- password is tried but not set again. A database name is registered on one
+-- server only, and one on another server must not name a database of this
+-- cluster (42710): logins are keyed by it (docs/servers.md).
 CREATE OR REPLACE FUNCTION public.register_datatable(
-    workspace text, name text, dbname text, admin_login text, admin_password text
+    workspace text, name text, dbname text, admin_login text, admin_password text,
+    server text DEFAULT 'local'
 )
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
@@ -224,6 +232,7 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     ws text := register_datatable.workspace;
+    on_server datatable_roles.server := datatable_roles.require_server(register_datatable.server);
     new_id bigint;
     public_connect boolean;
 BEGIN
@@ -243,6 +252,29 @@ BEGIN
             quote_literal(register_datatable.name), quote_literal(ws)
             USING ERRCODE = 'duplicate_object';
     END IF;
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable AS d
+        WHERE d.dbname = register_datatable.dbname AND d.server <> on_server.name
+    ) OR on_server.name <> 'local' AND EXISTS (
+        SELECT FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname
+    ) THEN
+        RAISE EXCEPTION 'database name % is already used on another server', quote_literal(register_datatable.dbname)
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'A database name is registered on one server only (this cluster''s databases included): rename one of them.';
+    END IF;
+    IF on_server.name <> 'local' THEN
+        PERFORM datatable_roles.take_remote_admin_login(on_server.name, register_datatable.dbname,
+            register_datatable.admin_login, register_datatable.admin_password);
+        INSERT INTO datatable_roles.datatable (
+            workspace, name, dbname, admin_login, admin_password, default_role, server
+        )
+        VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,
+            register_datatable.admin_password, 'admin', on_server.name)
+        RETURNING id INTO new_id;
+        UPDATE datatable_roles.datatable AS d SET admin_password = register_datatable.admin_password
+        WHERE d.server = on_server.name AND d.admin_login = register_datatable.admin_login AND d.id <> new_id;
+        RETURN new_id;
+    END IF;
     PERFORM datatable_roles.take_admin_login(register_datatable.dbname, register_datatable.admin_login);
     INSERT INTO datatable_roles.datatable (
         workspace, name, dbname, admin_login, admin_password, admin_verifier, default_role
@@ -257,7 +289,7 @@ BEGIN
     UPDATE datatable_roles.datatable AS d
     SET admin_password = n.admin_password, admin_verifier = n.admin_verifier
     FROM datatable_roles.datatable AS n
-    WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
+    WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id AND d.server = 'local';
     -- Only the logins the package hands out, and the roles the operator
     -- grants CONNECT to, may connect to a data table's database.
     PERFORM datatable_roles.lock_database_access(register_datatable.dbname);
@@ -271,6 +303,75 @@ BEGIN
                 quote_ident(register_datatable.dbname));
     END IF;
     RETURN new_id;
+END;
+$$;
+
+-- Registers another PostgreSQL server that data tables may be on
+-- (docs/servers.md): its host, port and sslmode, and a manager login there,
+-- NOSUPERUSER with CREATEROLE and pg_signal_backend (a managed service's
+-- admin role), which makes the catalog roles and logins there. The manager
+-- password is tried with a real login (28P01; 08001 when unreachable) and
+-- kept as the link login's is (no role but the owner reads it). 42501 for a
+-- superuser manager (the package never acts as one) or one lacking
+-- CREATEROLE or pg_signal_backend. Returns nothing; 42710 when the name is
+-- taken (local is this cluster).
+CREATE OR REPLACE FUNCTION public.register_datatable_server(
+    name text, host text, port integer, manager_login text, manager_password text,
+    sslmode text DEFAULT 'require', maintenance_db text DEFAULT 'postgres'
+)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    failure text;
+    problem text;
+BEGIN
+    PERFORM datatable_roles.check_name('server', register_datatable_server.name);
+    PERFORM datatable_roles.require(register_datatable_server.host, 'host');
+    PERFORM datatable_roles.require(register_datatable_server.port, 'port');
+    PERFORM datatable_roles.require(register_datatable_server.manager_login, 'manager_login');
+    PERFORM datatable_roles.require(register_datatable_server.manager_password, 'manager_password');
+    PERFORM datatable_roles.check_dbname(register_datatable_server.maintenance_db);
+    IF register_datatable_server.host = '' OR register_datatable_server.manager_password = ''
+        OR register_datatable_server.port NOT BETWEEN 1 AND 65535
+        OR coalesce(register_datatable_server.sslmode, '') NOT IN
+            ('disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full') THEN
+        RAISE EXCEPTION 'invalid connection parameters for server %', register_datatable_server.name
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A host, a port from 1 to 65535, an sslmode libpq knows, and a manager password.';
+    END IF;
+    IF EXISTS (SELECT FROM datatable_roles.server AS sv WHERE sv.name = register_datatable_server.name) THEN
+        RAISE EXCEPTION 'server % is already registered', register_datatable_server.name
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO datatable_roles.server (name, host, port, sslmode, maintenance_db, manager_login, manager_password)
+    VALUES (register_datatable_server.name, register_datatable_server.host, register_datatable_server.port,
+        register_datatable_server.sslmode, register_datatable_server.maintenance_db,
+        register_datatable_server.manager_login, register_datatable_server.manager_password);
+    failure := datatable_roles.login_fails_on(register_datatable_server.name,
+        register_datatable_server.maintenance_db, register_datatable_server.manager_login,
+        register_datatable_server.manager_password);
+    IF failure IS NOT NULL THEN
+        RAISE EXCEPTION 'manager login % could not log in to server %', quote_literal(register_datatable_server.manager_login),
+            register_datatable_server.name
+            USING ERRCODE = CASE WHEN datatable_roles.wrong_password(failure) THEN 'invalid_password'
+                      ELSE 'sqlclient_unable_to_establish_sqlconnection' END,
+                  DETAIL = failure, HINT = 'Check the host, port, sslmode and the manager''s password.';
+    END IF;
+    problem := datatable_roles.value_as_manager(register_datatable_server.name, $q$
+        SELECT concat_ws(', ',
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN NOT pr.rolcreaterole THEN 'no CREATEROLE' END,
+            CASE WHEN NOT pg_has_role(current_user, 'pg_signal_backend', 'USAGE')
+                THEN 'no pg_signal_backend' END)
+        FROM pg_roles AS pr WHERE pr.rolname = current_user$q$);
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login % may not manage server %: it has %', quote_literal(register_datatable_server.manager_login),
+            register_datatable_server.name, problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a NOSUPERUSER login with CREATEROLE and pg_signal_backend (a managed service''s admin role).';
+    END IF;
 END;
 $$;
 
@@ -362,6 +463,8 @@ BEGIN
         RETURN;
     END IF;
     target := datatable_roles.require_role(set_datatable_role_tenants.role);
+    -- On another server, the role is made there when a data table first maps it.
+    PERFORM datatable_roles.ensure_role_on_server(entry.server, target.id);
     INSERT INTO datatable_roles.datatable_role AS m (datatable_id, role_id, tenants)
     VALUES (entry.id, target.id, clean)
     ON CONFLICT ON CONSTRAINT datatable_role_pkey DO UPDATE SET tenants = excluded.tenants;
@@ -713,7 +816,8 @@ FROM unnest(ARRAY[
     'public.set_datatable_role_enabled(text,boolean)',
     'public.retire_role_set_logins_of(text)',
     'public.drop_datatable_role(text)',
-    'public.register_datatable(text,text,text,text,text)',
+    'public.register_datatable(text,text,text,text,text,text)',
+    'public.register_datatable_server(text,text,integer,text,text,text,text)',
     'public.set_datatable_admin_password(text,text,text)',
     'public.reference_datatable(text,text,text,text)',
     'public.set_datatable_role_tenants(text,text,text,text[])',

@@ -115,12 +115,13 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     retired text;
+    on_server text;
     was_live boolean;
     n integer := 0;
 BEGIN
     PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id FOR UPDATE;
-    FOR retired IN
-        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+    FOR retired, on_server IN
+        SELECT s.login, s.server FROM datatable_roles.datatable_role_set AS s
         WHERE s.role_ids @> array[p_role_id]
             AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname)
         ORDER BY s.login
@@ -130,6 +131,18 @@ BEGIN
         WHERE s.login = retired AND s.password <> '';
         was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
+        IF on_server <> 'local' THEN
+            -- Another server: retired there now, or queued, and until it is
+            -- applied no resolve serves that server (docs/servers.md).
+            PERFORM datatable_roles.run_or_queue(on_server,
+                datatable_roles.retire_statement(retired), format('retirement of login %s', retired));
+            IF datatable_roles.previewing() THEN
+                PERFORM datatable_roles.preview_note(jsonb_build_object(
+                    'retires', retired, 'live', was_live));
+            END IF;
+            n := n + was_live::integer;
+            CONTINUE;
+        END IF;
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
             PERFORM datatable_roles.disable_login(retired);
             was_live := true;

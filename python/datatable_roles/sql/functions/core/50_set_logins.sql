@@ -139,7 +139,9 @@ AS $$
     FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login
         AND s.password <> ''
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
+        -- On another server the catalog is not read (no remote call): the
+        -- sweep rotates it, and a refused connection heals it.
+        AND (s.server <> 'local' OR EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname)))
 $$;
 
 -- A set login's password, when it may be handed out as it is, with no
@@ -158,7 +160,7 @@ AS $$
     WHERE s.login = p_login
         AND s.password <> ''
         AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
+        AND (s.server <> 'local' OR EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname)))
 $$;
 
 -- Whether set logins are made, re-keyed, disabled and dropped by the
@@ -466,9 +468,11 @@ $$;
 -- half-way, rotated, or changed by someone else), given a new password,
 -- stripped of every attribute and setting anyone gave it (in every
 -- database), and its memberships and CONNECT made exact again. The caller
--- writes the row in the same transaction.
+-- writes the row in the same transaction. On another server, the same in
+-- the manager's session there (make_login_on_server), committed there first.
 CREATE OR REPLACE FUNCTION datatable_roles.make_login(
-    p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text
+    p_login text, p_dbname text, p_role_ids bigint[], p_server text DEFAULT 'local',
+    OUT password text, OUT verifier text
 )
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -480,6 +484,10 @@ DECLARE
 BEGIN
     password := datatable_roles.new_password();
     verifier := datatable_roles.verifier_for(password);
+    IF p_server <> 'local' THEN
+        PERFORM datatable_roles.make_login_on_server(p_server, p_login, p_dbname, names, verifier);
+        RETURN;
+    END IF;
     BEGIN
         SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
         IF taken.rolname IS NOT NULL AND datatable_roles.clear_identity_settings(p_login, p_dbname) THEN
@@ -569,6 +577,7 @@ DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
     made record;
+    login_server text;
 BEGIN
     login := datatable_roles.set_login_name(p_dbname, p_role_ids);
     SELECT u.password INTO password FROM datatable_roles.usable_set_login(login) AS u;
@@ -599,15 +608,17 @@ BEGIN
         password := live.password;
         RETURN;
     END IF;
-    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids) AS m;
+    login_server := datatable_roles.server_of_database(p_dbname);
+    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids, login_server) AS m;
     INSERT INTO datatable_roles.datatable_role_set AS s (
-        login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at
+        login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at, server
     )
-    VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts)
+    VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts,
+        login_server)
     ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
     SET role_ids = excluded.role_ids, dbname = excluded.dbname, password = excluded.password,
         verifier = excluded.verifier, last_used_at = excluded.last_used_at,
-        rotated_at = excluded.rotated_at;
+        rotated_at = excluded.rotated_at, server = excluded.server;
     PERFORM datatable_roles.fault_point('create:after_row');
     password := made.password;
 END;
@@ -634,9 +645,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    IF NOT EXISTS (
+    -- On another server only the age counts (its catalog is not read here).
+    IF row_now.server = 'local' AND (NOT EXISTS (
         SELECT FROM datatable_roles.login_intact(row_now.login, row_now.dbname))
-        OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname)) THEN
+        OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname))) THEN
         outcome := 'healed';
     ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
         - (SELECT st.rotate_every FROM datatable_roles.settings AS st) THEN
@@ -668,7 +680,8 @@ AS $$
 DECLARE
     made record;
 BEGIN
-    SELECT m.* INTO made FROM datatable_roles.make_login(p_row.login, p_row.dbname, p_row.role_ids) AS m;
+    SELECT m.* INTO made FROM datatable_roles.make_login(p_row.login, p_row.dbname, p_row.role_ids,
+        p_row.server) AS m;
     UPDATE datatable_roles.datatable_role_set AS s
     SET password = made.password, verifier = made.verifier,
         rotated_at = (SELECT datatable_roles.clock_now())

@@ -194,13 +194,13 @@ RETURNS TABLE (
     job_workspace text, permissioned_as text, email text, is_admin boolean, groups text[],
     folders text[], end_user_email text, entry_id bigint, id bigint, workspace text,
     dbname text, admin_login text, admin_password text, default_role text,
-    admin_tenants text[], is_reference boolean
+    admin_tenants text[], is_reference boolean, server text
 )
 LANGUAGE sql STABLE
 AS $$
     SELECT j.workspace, j.permissioned_as, j.email, j.is_admin, j.groups, j.folders,
         j.end_user_email, d.id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
-        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL
+        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL, g.server
     FROM datatable_roles.job_perms AS j
     LEFT JOIN datatable_roles.datatable AS d
         ON d.workspace = j.workspace AND d.name = p_datatable
@@ -250,6 +250,7 @@ BEGIN
     END IF;
     result.datatable_id := h.id;
     result.dbname := h.dbname;
+    result.server := h.server;
     result.job_workspace := h.job_workspace;
     result.permissioned_as := h.permissioned_as;
     result.viewer_email := h.end_user_email;

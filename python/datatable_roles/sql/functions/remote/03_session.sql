@@ -133,6 +133,7 @@ $$;
 
 -- A login attempt: NULL when p_login authenticates with p_password and may
 -- connect to p_dbname, else libpq's reason (which never holds the password).
+-- On the server the database is on (login_fails_on, 04_servers.sql).
 CREATE OR REPLACE FUNCTION datatable_roles.login_fails(
     p_dbname text, p_login text, p_password text
 )
@@ -140,16 +141,8 @@ RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
-DECLARE
-    why text;
 BEGIN
-    PERFORM datatable_roles.session_open('datatable_roles_try', p_dbname, p_login, p_password);
-    PERFORM datatable_roles.session_close('datatable_roles_try');
-    RETURN NULL;
-EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
-    OR invalid_authorization_specification THEN
-    -- dblink puts libpq's reason (never the password) in the DETAIL.
-    GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
-    RETURN coalesce(nullif(btrim(why, E' \n'), ''), SQLERRM);
+    RETURN datatable_roles.login_fails_on(
+        datatable_roles.server_of_database(p_dbname), p_dbname, p_login, p_password);
 END;
 $$;

@@ -190,14 +190,23 @@ RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
+DECLARE
+    on_server text;
 BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
         AND EXISTS (SELECT FROM datatable_roles.is_sweepable(
-            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff));
+            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
+    RETURNING s.server INTO on_server;
     IF NOT FOUND THEN
         RETURN false;
+    END IF;
+    IF on_server <> 'local' THEN
+        -- Another server: retired there now, or queued (docs/servers.md).
+        PERFORM datatable_roles.run_or_queue(on_server, datatable_roles.retire_statement(p_login),
+            format('retirement of login %s', p_login));
+        RETURN true;
     END IF;
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
         PERFORM datatable_roles.disable_login(p_login);
@@ -234,13 +243,19 @@ SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     failed text [];
+    on_server text;
+    on_dbname text;
 BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
-    IF NOT EXISTS (
-        SELECT FROM datatable_roles.datatable_role_set AS s
-        WHERE s.login = p_login AND s.password = ''
-    ) THEN
+    SELECT s.server, s.dbname INTO on_server, on_dbname FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password = '';
+    IF NOT FOUND THEN
         outcome := 'skipped';
+        RETURN;
+    END IF;
+    IF on_server <> 'local' THEN
+        SELECT d.* INTO outcome, reason FROM datatable_roles.sweep_drop_on_server(
+            on_server, p_login, on_dbname) AS d;
         RETURN;
     END IF;
     -- NOLOGIN is committed now: whoever logged in again before that commit
@@ -336,9 +351,9 @@ AS $$
             WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
                 s.rotated_at < (SELECT datatable_roles.clock_now())
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
-                OR NOT EXISTS (
+                OR s.server = 'local' AND (NOT EXISTS (
                     SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
-                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
+                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname))))
             ORDER BY s.login)
         ELSE '{}'::text []
     END
@@ -404,7 +419,14 @@ BEGIN
         RETURN st;
     ELSIF phase = 'maintain' THEN
         PERFORM datatable_roles.rotate_link_login();
-        RETURN st || jsonb_build_object('phase', 'stray');
+        RETURN st || jsonb_build_object('phase', 'servers');
+    ELSIF phase = 'servers' THEN
+        -- Changes other servers have not applied yet, server by server: one
+        -- that cannot be reached stays pending and does not stop the others.
+        RETURN st || jsonb_build_object('phase', 'stray', 'servers_pending', coalesce((
+            SELECT jsonb_agg(c.server ORDER BY c.server)
+            FROM (SELECT DISTINCT q.server FROM datatable_roles.server_change AS q) AS c
+            WHERE datatable_roles.apply_server_changes(c.server) > 0), '[]'::jsonb));
     ELSIF phase = 'stray' THEN
         PERFORM datatable_roles.end_stray_sessions();
         RETURN st || jsonb_build_object('phase', 'directory');
@@ -425,7 +447,8 @@ AS $$
     SELECT jsonb_build_object('examined', p_state -> 'examined', 'dropped', p_state -> 'dropped',
         'skipped', p_state -> 'skipped', 'unfinished', p_state -> 'unfinished',
         'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed',
-        'forgotten_user_keys', p_state -> 'forgotten')
+        'forgotten_user_keys', p_state -> 'forgotten',
+        'servers_pending', coalesce(p_state -> 'servers_pending', '[]'::jsonb))
 $$;
 
 -- A set login the worker reports refused (28P01 on a job's connection): a

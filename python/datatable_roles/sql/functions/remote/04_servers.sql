@@ -1,0 +1,569 @@
+-- Servers (docs/servers.md, SPEC section 17): where a data table's database
+-- lives. `local` is the metadata database's own cluster, reached as always;
+-- every other server is reached over dblink as its manager login (NOSUPERUSER
+-- CREATEROLE), which makes and changes the catalog roles and logins there.
+-- Passwords cross as SCRAM verifiers computed here. A role statement that an
+-- unreachable server could not run is queued (server_change) and retried, in
+-- order, by the sweep and by the next resolve; meanwhile resolves for that
+-- server's data tables refuse (55000, CONSTRAINT server_pending).
+
+-- The server row, or P0002.
+CREATE OR REPLACE FUNCTION datatable_roles.require_server(p_name text)
+RETURNS datatable_roles.server
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    found_server datatable_roles.server;
+BEGIN
+    PERFORM datatable_roles.require(p_name, 'server');
+    SELECT sv.* INTO found_server FROM datatable_roles.server AS sv WHERE sv.name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'server % is not registered', quote_literal(left(p_name, 80))
+            USING ERRCODE = 'no_data_found', HINT = 'Register it with register_datatable_server.';
+    END IF;
+    RETURN found_server;
+END;
+$$;
+
+-- The server of a data table database. A database name is registered on
+-- one server only (register_datatable): the name keys the logins, as it
+-- did when there was one server.
+CREATE OR REPLACE FUNCTION datatable_roles.server_of_database(p_dbname text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce((
+        SELECT d.server FROM datatable_roles.datatable AS d
+        WHERE d.dbname = p_dbname ORDER BY d.id LIMIT 1
+    ), 'local')
+$$;
+
+-- The connection string of a session on a server (local: conninfo_for).
+-- Each value quoted as libpq does; the password goes to dblink_connect as an
+-- argument, never into statement text.
+CREATE OR REPLACE FUNCTION datatable_roles.server_conninfo(
+    p_server text, p_dbname text, p_login text, p_password text
+)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN sv.host IS NULL
+        THEN datatable_roles.conninfo_for(p_dbname, p_login, p_password)
+        ELSE format('host=%s port=%s dbname=%s user=%s password=%s sslmode=%s connect_timeout=10',
+            datatable_roles.conninfo_value(sv.host),
+            datatable_roles.conninfo_value(sv.port::text),
+            datatable_roles.conninfo_value(p_dbname),
+            datatable_roles.conninfo_value(p_login),
+            datatable_roles.conninfo_value(p_password),
+            datatable_roles.conninfo_value(sv.sslmode))
+        END
+    FROM datatable_roles.server AS sv
+    WHERE sv.name = p_server
+$$;
+
+-- A login attempt on a server: NULL when p_login authenticates with
+-- p_password and may connect to p_dbname there, else libpq's reason.
+CREATE OR REPLACE FUNCTION datatable_roles.login_fails_on(
+    p_server text, p_dbname text, p_login text, p_password text
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    why text;
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_try');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_try',
+        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password));
+    PERFORM datatable_roles.session_close('datatable_roles_try');
+    RETURN NULL;
+EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
+    OR invalid_authorization_specification THEN
+    GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
+    RETURN coalesce(nullif(btrim(why, E' \n'), ''), SQLERRM);
+END;
+$$;
+
+-- Opens the manager's session on a server (not local), to p_dbname or the
+-- server's maintenance database; returns its name. 08001 when unreachable.
+CREATE OR REPLACE FUNCTION datatable_roles.manager_session(p_server text, p_dbname text DEFAULT null)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_manager',
+        datatable_roles.server_conninfo(p_server, coalesce(p_dbname, sv.maintenance_db),
+            sv.manager_login, sv.manager_password)
+        -- The manager's own settings must not shorten or redirect what runs.
+        || ' options=' || datatable_roles.conninfo_value(
+            '-c statement_timeout=0 -c default_transaction_read_only=off'));
+    RETURN 'datatable_roles_manager';
+END;
+$$;
+
+-- Runs p_statement on a server as its manager, in one transaction there
+-- (several statements in one string are one implicit transaction), and
+-- closes the session. Errors are raised as they are (08001 unreachable).
+CREATE OR REPLACE FUNCTION datatable_roles.exec_as_manager(
+    p_server text, p_statement text, p_dbname text DEFAULT null
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.session_exec(
+        datatable_roles.manager_session(p_server, p_dbname), p_statement);
+    PERFORM datatable_roles.session_close('datatable_roles_manager');
+END;
+$$;
+
+-- The one text value p_query returns on a server, as its manager.
+CREATE OR REPLACE FUNCTION datatable_roles.value_as_manager(
+    p_server text, p_query text, p_dbname text DEFAULT null
+)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    result text := datatable_roles.session_value(
+        datatable_roles.manager_session(p_server, p_dbname), p_query);
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    RETURN result;
+END;
+$$;
+
+-- Whether an error (its SQLSTATE) means the server could not be reached:
+-- connection exceptions (class 08). Anything else is the statement's.
+CREATE OR REPLACE FUNCTION datatable_roles.unreachable(p_sqlstate text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT starts_with(p_sqlstate, '08')
+$$;
+
+-- Runs a role statement on a server now (in p_dbname there, or its
+-- maintenance database when NULL), or, when the server cannot be
+-- reached or has changes still queued (order matters: a rename before a
+-- retirement naming the new name), queues it. Queued statements are
+-- idempotent (DO blocks that look before they act), so that one applied
+-- twice (applied there, its local transaction rolled back) does no harm.
+-- Returns whether it ran now.
+CREATE OR REPLACE FUNCTION datatable_roles.run_or_queue_in(
+    p_server text, p_dbname text, p_statement text, p_what text
+)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    why text;
+BEGIN
+    IF datatable_roles.previewing() THEN
+        PERFORM datatable_roles.preview_note(jsonb_build_object('server', p_server, 'change', p_what));
+        RETURN false;
+    END IF;
+    IF NOT EXISTS (SELECT FROM datatable_roles.server_change AS c WHERE c.server = p_server) THEN
+        BEGIN
+            PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
+            RETURN true;
+        EXCEPTION WHEN OTHERS THEN
+            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                RAISE;
+            END IF;
+            why := SQLERRM;
+        END;
+    END IF;
+    INSERT INTO datatable_roles.server_change AS c (server, dbname, statement, what, queued_at, last_error)
+    VALUES (p_server, p_dbname, p_statement, p_what, (SELECT datatable_roles.clock_now()), why);
+    RAISE NOTICE 'server % could not be reached: % is pending there', p_server, p_what
+        USING HINT = 'Resolves for its data tables refuse until it is applied; the sweep retries it.';
+    RETURN false;
+END;
+$$;
+
+-- run_or_queue_in the server's maintenance database (role statements).
+CREATE OR REPLACE FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text)
+RETURNS boolean
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.run_or_queue_in(p_server, null, p_statement, p_what)
+$$;
+
+-- Applies a server's queued changes, in order, each in its own transaction
+-- there, and forgets each applied one; stops at the first that fails
+-- (noting why). Returns how many are left. Under a lock of its own, so
+-- that two callers do not apply the same change at once.
+CREATE OR REPLACE FUNCTION datatable_roles.apply_server_changes(p_server text)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    change record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.server:' || p_server, 0));
+    FOR change IN
+        SELECT c.id, c.dbname, c.statement FROM datatable_roles.server_change AS c
+        WHERE c.server = p_server ORDER BY c.id
+    LOOP
+        BEGIN
+            PERFORM datatable_roles.exec_as_manager(p_server, change.statement, change.dbname);
+        EXCEPTION WHEN OTHERS THEN
+            UPDATE datatable_roles.server_change AS c
+            SET tries = c.tries + 1, last_error = SQLERRM
+            WHERE c.id = change.id;
+            EXIT;
+        END;
+        DELETE FROM datatable_roles.server_change AS c WHERE c.id = change.id;
+    END LOOP;
+    RETURN (SELECT count(*) FROM datatable_roles.server_change AS c WHERE c.server = p_server);
+END;
+$$;
+
+-- A resolve for a data table on a server with changes still queued: tries
+-- them once (the next use retries), and refuses when some are left: a
+-- login there might still hold a role the catalog took away.
+CREATE OR REPLACE FUNCTION datatable_roles.refuse_while_pending(p_server text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    first_change record;
+BEGIN
+    IF datatable_roles.apply_server_changes(p_server) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT c.what, c.last_error INTO first_change FROM datatable_roles.server_change AS c
+    WHERE c.server = p_server ORDER BY c.id LIMIT 1;
+    RAISE EXCEPTION 'server % has changes not applied yet (%): its data tables are not served until they are',
+        p_server, first_change.what
+        USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'server_pending',
+              DETAIL = coalesce(first_change.last_error, ''),
+              HINT = format('Make server %s reachable; the sweep (or the next resolve) applies them.', p_server);
+END;
+$$;
+
+-- The role statements run on other servers, each idempotent: it looks at
+-- the server's catalog first, so that running it again changes nothing.
+-- Names are catalog role names or wm_set_ logins (ASCII letters, digits,
+-- '_' and '-'), quoted with %I/%L inside a $dtr$ body they cannot close.
+
+-- Retires a login there: no password, NOLOGIN, its sessions ended.
+CREATE OR REPLACE FUNCTION datatable_roles.retire_statement(p_login text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL THEN
+        ALTER ROLE %1$I WITH NOLOGIN PASSWORD NULL;
+        PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity AS a
+        WHERE a.usename = %1$L AND a.pid <> pg_backend_pid();
+    END IF;
+END
+$dtr$
+$s$, p_login)
+$$;
+
+-- Renames a catalog role there (nothing when already renamed).
+CREATE OR REPLACE FUNCTION datatable_roles.rename_statement(p_old text, p_new text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL AND to_regrole(%2$L) IS NULL THEN
+        ALTER ROLE %1$I RENAME TO %2$I;
+    ELSIF to_regrole(%2$L) IS NULL THEN
+        RAISE EXCEPTION 'role %% is not on the server', %1$L;
+    END IF;
+END
+$dtr$
+$s$, p_old, p_new)
+$$;
+
+-- The marker a role made on a server by this instance carries (its comment
+-- there), so that one made before a local rollback is known again.
+CREATE OR REPLACE FUNCTION datatable_roles.server_role_marker(p_role_id bigint)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT format('datatable_roles %s role %s', s.instance_id, p_role_id)
+    FROM datatable_roles.settings AS s
+$$;
+
+-- Makes a catalog role on a server when a data table there first maps it.
+-- A role of that name there that this instance did not make (no marker) is
+-- refused (42710), as create_datatable_role refuses one on this cluster.
+-- Unreachable: 08001, and nothing changes (the map edit is the operator's,
+-- and can be tried again).
+CREATE OR REPLACE FUNCTION datatable_roles.ensure_role_on_server(p_server text, p_role_id bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    role_name text := (SELECT r.name FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id);
+BEGIN
+    IF p_server = 'local' OR EXISTS (
+        SELECT FROM datatable_roles.server_role AS sr
+        WHERE sr.server = p_server AND sr.role_id = p_role_id
+    ) OR datatable_roles.previewing() THEN
+        RETURN;
+    END IF;
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NULL THEN
+        CREATE ROLE %1$I WITH NOLOGIN INHERIT;
+        COMMENT ON ROLE %1$I IS %2$L;
+    ELSIF shobj_description(to_regrole(%1$L), 'pg_authid') IS DISTINCT FROM %2$L THEN
+        RAISE EXCEPTION 'a role named %% already exists on the server', %1$L
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+END
+$dtr$
+$s$, role_name, datatable_roles.server_role_marker(p_role_id)));
+    INSERT INTO datatable_roles.server_role (server, role_id) VALUES (p_server, p_role_id);
+END;
+$$;
+
+-- Makes or takes back a login on a server (make_login's remote half), in
+-- one transaction there, as the manager: created with exactly its roles
+-- and CONNECT on its one database (the manager holds CONNECT there WITH
+-- GRANT OPTION from the admin login, register_datatable); when it exists,
+-- given the new verifier, its attributes, settings (in every database) and
+-- memberships made exact again. Only attributes to change are named (from
+-- 16 on, naming one the manager lacks is refused).
+CREATE OR REPLACE FUNCTION datatable_roles.make_login_on_server(
+    p_server text, p_login text, p_dbname text, p_names text[], p_verifier text
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+DECLARE
+    taken record;
+    held text;
+    db text;
+BEGIN
+    SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = %1$L;
+    IF NOT FOUND THEN
+        CREATE ROLE %1$I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION
+            PASSWORD %3$L IN ROLE %4$s;
+    ELSE
+        EXECUTE format('ALTER ROLE %%I WITH LOGIN INHERIT%%s%%s%%s%%s PASSWORD %%L', %1$L,
+            CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
+            CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
+            CASE WHEN taken.rolconnlimit <> -1 THEN ' CONNECTION LIMIT -1' ELSE '' END,
+            CASE WHEN coalesce(taken.rolvaliduntil, 'infinity') <> 'infinity'
+                THEN ' VALID UNTIL ''infinity''' ELSE '' END,
+            %3$L);
+        ALTER ROLE %1$I RESET ALL;
+        FOR db IN
+            SELECT pd.datname FROM pg_db_role_setting AS rs
+            JOIN pg_database AS pd ON pd.oid = rs.setdatabase
+            WHERE rs.setrole = taken.oid
+        LOOP
+            EXECUTE format('ALTER ROLE %%I IN DATABASE %%I RESET ALL', %1$L, db);
+        END LOOP;
+        FOR held IN
+            SELECT g.rolname FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
+            WHERE m.member = taken.oid AND g.rolname <> ALL(%5$L::text[])
+        LOOP
+            EXECUTE format('REVOKE %%I FROM %%I', held, %1$L);
+        END LOOP;
+        GRANT %4$s TO %1$I;
+    END IF;
+    GRANT CONNECT ON DATABASE %2$I TO %1$I;
+END
+$dtr$
+$s$, p_login, p_dbname, p_verifier,
+        (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names));
+END;
+$$;
+
+-- The sweep's drop of a retired login on another server (sweep_drop's
+-- remote half): CONNECT taken back and the login dropped there, then its
+-- row. A login that owns something there is not dropped ('unfinished', with
+-- PostgreSQL's reason): moving its objects to the admin login is not done on
+-- other servers yet (docs/servers.md); it stays NOLOGIN without a password.
+CREATE OR REPLACE FUNCTION datatable_roles.sweep_drop_on_server(
+    p_server text, p_login text, p_dbname text, OUT outcome text, OUT reason text
+)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL THEN
+        REVOKE CONNECT ON DATABASE %2$I FROM %1$I;
+        DROP ROLE %1$I;
+    END IF;
+END
+$dtr$
+$s$, p_login, p_dbname));
+    DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
+    outcome := 'dropped';
+EXCEPTION WHEN OTHERS THEN
+    outcome := 'unfinished';
+    reason := SQLERRM;
+END;
+$$;
+
+-- Renames a catalog role on every other server that has it (now, or
+-- queued: until then resolves there refuse).
+CREATE OR REPLACE FUNCTION datatable_roles.rename_role_on_servers(
+    p_role_id bigint, p_old text, p_new text
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.run_or_queue(sr.server, datatable_roles.rename_statement(p_old, p_new),
+        format('rename of role %s to %s', p_old, p_new))
+    FROM datatable_roles.server_role AS sr WHERE sr.role_id = p_role_id
+    ORDER BY sr.server;
+END;
+$$;
+
+-- Drops a catalog role on every other server that has it, after its
+-- logins there were retired: in each data table database of the server,
+-- its privileges and policy mentions go (DROP OWNED, as the manager made a
+-- member for the moment) when it owns nothing there; then the role. A role
+-- that owns something there is refused (2BP01) and nothing changes: its
+-- objects would pass to the admin login without being made inert first,
+-- which is not done on other servers yet (docs/servers.md). Unreachable:
+-- queued.
+CREATE OR REPLACE FUNCTION datatable_roles.drop_role_on_servers(p_role_id bigint, p_name text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    target record;
+BEGIN
+    FOR target IN
+        SELECT sr.server, d.dbname
+        FROM datatable_roles.server_role AS sr
+        LEFT JOIN datatable_roles.datatable AS d ON d.server = sr.server AND d.dbname IS NOT NULL
+        WHERE sr.role_id = p_role_id
+        ORDER BY sr.server, d.dbname
+    LOOP
+        IF target.dbname IS NOT NULL THEN
+            PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL THEN
+        IF EXISTS (
+            SELECT FROM pg_shdepend AS sd
+            JOIN pg_database AS pd ON pd.oid = sd.dbid AND pd.datname = current_database()
+            WHERE sd.refobjid = to_regrole(%1$L) AND sd.deptype = 'o'
+        ) THEN
+            RAISE EXCEPTION 'role %% owns objects in database %%', %1$L, current_database()
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = 'Move them (REASSIGN OWNED, as a role holding both), then drop the role again.';
+        END IF;
+        GRANT %1$I TO CURRENT_USER;
+        DROP OWNED BY %1$I;
+        REVOKE %1$I FROM CURRENT_USER;
+    END IF;
+END
+$dtr$
+$s$, p_name), format('privileges of role %s in database %s', p_name, target.dbname));
+        END IF;
+    END LOOP;
+    PERFORM datatable_roles.run_or_queue(sr.server, format(
+        'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN DROP ROLE %I; END IF; END $dtr$',
+        p_name, p_name), format('drop of role %s', p_name))
+    FROM datatable_roles.server_role AS sr WHERE sr.role_id = p_role_id
+    ORDER BY sr.server;
+END;
+$$;
+
+-- Runs p_statement in p_dbname on a server as p_login, in a session of its
+-- own, closed after (a manager's or an admin login's).
+CREATE OR REPLACE FUNCTION datatable_roles.exec_as_login_on(
+    p_server text, p_dbname text, p_login text, p_password text, p_statement text
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_server');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
+        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
+        || ' options=' || datatable_roles.conninfo_value('-c statement_timeout=0'));
+    PERFORM datatable_roles.session_exec('datatable_roles_server', p_statement);
+    PERFORM datatable_roles.session_close('datatable_roles_server');
+END;
+$$;
+
+-- The admin login of a data table on another server (register_datatable):
+-- its password is tried there (28P01), then, in its own session, it must
+-- own the database and hold no cluster-wide power (SUPERUSER, CREATEROLE,
+-- CREATEDB, REPLICATION, BYPASSRLS) nor reach the manager (42501): it is
+-- handed to jobs. It then takes CONNECT from PUBLIC and gives the manager
+-- CONNECT WITH GRANT OPTION, which the manager passes to each login.
+CREATE OR REPLACE FUNCTION datatable_roles.take_remote_admin_login(
+    p_server text, p_dbname text, p_admin_login text, p_password text
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
+    failure text := datatable_roles.login_fails_on(p_server, p_dbname, p_admin_login, p_password);
+BEGIN
+    IF failure IS NOT NULL THEN
+        RAISE EXCEPTION 'admin login % could not log in to database % on server % with the password given',
+            quote_literal(p_admin_login), quote_literal(p_dbname), p_server
+            USING ERRCODE = 'invalid_password', DETAIL = failure,
+                  HINT = 'Give the admin login''s current password; the database must exist there and take its connections.';
+    END IF;
+    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, p_admin_login, p_password,
+        format($s$DO $dtr$
+DECLARE
+    problem text;
+BEGIN
+    IF (SELECT pd.datdba FROM pg_database AS pd WHERE pd.datname = current_database())
+        <> (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = current_user) THEN
+        RAISE EXCEPTION 'database %% is not owned by admin login %%', current_database(), current_user
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT array_to_string(ARRAY(
+        SELECT a FROM unnest(array[
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
+            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
+            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
+            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
+            CASE WHEN pg_has_role(current_user, %1$L, 'MEMBER') THEN 'membership in the manager' END
+        ]) AS a WHERE a IS NOT NULL), ', ')
+    INTO problem FROM pg_roles AS pr WHERE pr.rolname = current_user;
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login %% may not be the admin login of a data table: it has %%', current_user, problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
+    END IF;
+    REVOKE CONNECT ON DATABASE %2$I FROM PUBLIC;
+    GRANT CONNECT ON DATABASE %2$I TO %1$I WITH GRANT OPTION;
+END
+$dtr$
+$s$, sv.manager_login, p_dbname));
+END;
+$$;
