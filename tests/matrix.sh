@@ -55,6 +55,11 @@ run_version() {
     printf '\n########## PostgreSQL %s ##########\n' "$version"
     echo "== PostgreSQL $version ($(server_bin "$version"), profile $profile)" >>"$out"
     local rc=0
+    # The second server of tests/test_servers.py: 17 in the managed profile when fetched
+    # (`make test` fetches it), else the version under test.
+    local second=$(server_bin "$version")
+    [[ -x $PWD/.pg/17/bin/postgres ]] && second=$(server_bin 17)
+    DTR_SECOND_PG_BIN=$second \
     DTR_PROFILE=$profile DTR_PG_BIN=$(server_bin "$version") DTR_RESULTS=$out \
         "$PYTHON" -m datatable_roles_lab.devcluster run -- bash tests/run_checks.sh "${steps[@]}" \
         || rc=1

@@ -397,6 +397,15 @@ class Cluster:
             conn.execute(sql.SQL("GRANT pg_signal_backend TO {}").format(
                 sql.Identifier(self.owner)))
 
+    def pause(self) -> None:
+        """Stop the server (fast), keeping its data directory and port: :meth:`resume`
+        starts it again where it was (a server going down and coming back)."""
+        self._as_postgres(self.bin_dir / "pg_ctl", "-D", self.pgdata, "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        self._as_postgres(self.bin_dir / "pg_ctl", "-D", self.pgdata, "-l", self.log_path,
+                          "-w", "-t", "60", "start")
+
     def build_template(self) -> list[str]:
         """Create the template metadata database; return the migration ids applied."""
         return self.create_metadata_database(self.template)

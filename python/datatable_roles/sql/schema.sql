@@ -55,7 +55,8 @@ CREATE TYPE datatable_roles.decision AS (
 	default_tenants text[],
 	default_held boolean,
 	viewer_member boolean,
-	viewer_ids bigint[]
+	viewer_ids bigint[],
+	server text
 );
 
 ALTER TYPE datatable_roles.decision OWNER TO dtr_owner;
@@ -71,6 +72,7 @@ CREATE TABLE datatable_roles.datatable (
     default_role text,
     admin_tenants text[] DEFAULT '{}'::text[] NOT NULL,
     admin_verifier text,
+    server text DEFAULT 'local'::text NOT NULL,
     CONSTRAINT datatable_check CHECK (((governing_id IS NULL) = ((dbname IS NOT NULL) AND (admin_login IS NOT NULL) AND (admin_password IS NOT NULL) AND (default_role IS NOT NULL))))
 );
 
@@ -1302,6 +1304,34 @@ $$;
 
 ALTER FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.apply_server_changes(p_server text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    change record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.server:' || p_server, 0));
+    FOR change IN
+        SELECT c.id, c.dbname, c.statement FROM datatable_roles.server_change AS c
+        WHERE c.server = p_server ORDER BY c.id
+    LOOP
+        BEGIN
+            PERFORM datatable_roles.exec_as_manager(p_server, change.statement, change.dbname);
+        EXCEPTION WHEN OTHERS THEN
+            UPDATE datatable_roles.server_change AS c
+            SET tries = c.tries + 1, last_error = SQLERRM
+            WHERE c.id = change.id;
+            EXIT;
+        END;
+        DELETE FROM datatable_roles.server_change AS c WHERE c.id = change.id;
+    END LOOP;
+    RETURN (SELECT count(*) FROM datatable_roles.server_change AS c WHERE c.server = p_server);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.apply_server_changes(p_server text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.become_own_instance() RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1541,6 +1571,7 @@ BEGIN
     END IF;
     result.datatable_id := h.id;
     result.dbname := h.dbname;
+    result.server := h.server;
     result.job_workspace := h.job_workspace;
     result.permissioned_as := h.permissioned_as;
     result.viewer_email := h.end_user_email;
@@ -1624,12 +1655,12 @@ $$;
 
 ALTER FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.decide_entry(p_job_id uuid, p_datatable text) RETURNS TABLE(job_workspace text, permissioned_as text, email text, is_admin boolean, groups text[], folders text[], end_user_email text, entry_id bigint, id bigint, workspace text, dbname text, admin_login text, admin_password text, default_role text, admin_tenants text[], is_reference boolean)
+CREATE FUNCTION datatable_roles.decide_entry(p_job_id uuid, p_datatable text) RETURNS TABLE(job_workspace text, permissioned_as text, email text, is_admin boolean, groups text[], folders text[], end_user_email text, entry_id bigint, id bigint, workspace text, dbname text, admin_login text, admin_password text, default_role text, admin_tenants text[], is_reference boolean, server text)
     LANGUAGE sql STABLE
     AS $$
     SELECT j.workspace, j.permissioned_as, j.email, j.is_admin, j.groups, j.folders,
         j.end_user_email, d.id, g.id, g.workspace, g.dbname, g.admin_login, g.admin_password,
-        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL
+        g.default_role, g.admin_tenants, d.governing_id IS NOT NULL, g.server
     FROM datatable_roles.job_perms AS j
     LEFT JOIN datatable_roles.datatable AS d
         ON d.workspace = j.workspace AND d.name = p_datatable
@@ -1785,6 +1816,52 @@ $$;
 
 ALTER FUNCTION datatable_roles.drop_login(p_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.drop_role_on_servers(p_role_id bigint, p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    target record;
+BEGIN
+    FOR target IN
+        SELECT sr.server, d.dbname
+        FROM datatable_roles.server_role AS sr
+        LEFT JOIN datatable_roles.datatable AS d ON d.server = sr.server AND d.dbname IS NOT NULL
+        WHERE sr.role_id = p_role_id
+        ORDER BY sr.server, d.dbname
+    LOOP
+        IF target.dbname IS NOT NULL THEN
+            PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL THEN
+        IF EXISTS (
+            SELECT FROM pg_shdepend AS sd
+            JOIN pg_database AS pd ON pd.oid = sd.dbid AND pd.datname = current_database()
+            WHERE sd.refobjid = to_regrole(%1$L) AND sd.deptype = 'o'
+        ) THEN
+            RAISE EXCEPTION 'role %% owns objects in database %%', %1$L, current_database()
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = 'Move them (REASSIGN OWNED, as a role holding both), then drop the role again.';
+        END IF;
+        GRANT %1$I TO CURRENT_USER;
+        DROP OWNED BY %1$I;
+        REVOKE %1$I FROM CURRENT_USER;
+    END IF;
+END
+$dtr$
+$s$, p_name), format('privileges of role %s in database %s', p_name, target.dbname));
+        END IF;
+    END LOOP;
+    PERFORM datatable_roles.run_or_queue(sr.server, format(
+        'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN DROP ROLE %I; END IF; END $dtr$',
+        p_name, p_name), format('drop of role %s', p_name))
+    FROM datatable_roles.server_role AS sr WHERE sr.role_id = p_role_id
+    ORDER BY sr.server;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.drop_role_on_servers(p_role_id bigint, p_name text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.email_ok(p_email text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
@@ -1894,6 +1971,37 @@ $$;
 
 ALTER FUNCTION datatable_roles.ensure_login_keeper(p_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.ensure_role_on_server(p_server text, p_role_id bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    role_name text := (SELECT r.name FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id);
+BEGIN
+    IF p_server = 'local' OR EXISTS (
+        SELECT FROM datatable_roles.server_role AS sr
+        WHERE sr.server = p_server AND sr.role_id = p_role_id
+    ) OR datatable_roles.previewing() THEN
+        RETURN;
+    END IF;
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NULL THEN
+        CREATE ROLE %1$I WITH NOLOGIN INHERIT;
+        COMMENT ON ROLE %1$I IS %2$L;
+    ELSIF shobj_description(to_regrole(%1$L), 'pg_authid') IS DISTINCT FROM %2$L THEN
+        RAISE EXCEPTION 'a role named %% already exists on the server', %1$L
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+END
+$dtr$
+$s$, role_name, datatable_roles.server_role_marker(p_role_id)));
+    INSERT INTO datatable_roles.server_role (server, role_id) VALUES (p_server, p_role_id);
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.ensure_role_on_server(p_server text, p_role_id bigint) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -1902,6 +2010,7 @@ DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
     made record;
+    login_server text;
 BEGIN
     login := datatable_roles.set_login_name(p_dbname, p_role_ids);
     SELECT u.password INTO password FROM datatable_roles.usable_set_login(login) AS u;
@@ -1932,21 +2041,52 @@ BEGIN
         password := live.password;
         RETURN;
     END IF;
-    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids) AS m;
+    login_server := datatable_roles.server_of_database(p_dbname);
+    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids, login_server) AS m;
     INSERT INTO datatable_roles.datatable_role_set AS s (
-        login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at
+        login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at, server
     )
-    VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts)
+    VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts,
+        login_server)
     ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
     SET role_ids = excluded.role_ids, dbname = excluded.dbname, password = excluded.password,
         verifier = excluded.verifier, last_used_at = excluded.last_used_at,
-        rotated_at = excluded.rotated_at;
+        rotated_at = excluded.rotated_at, server = excluded.server;
     PERFORM datatable_roles.fault_point('create:after_row');
     password := made.password;
 END;
 $$;
 
 ALTER FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname text, p_login text, p_password text, p_statement text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_server');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
+        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
+        || ' options=' || datatable_roles.conninfo_value('-c statement_timeout=0'));
+    PERFORM datatable_roles.session_exec('datatable_roles_server', p_statement);
+    PERFORM datatable_roles.session_close('datatable_roles_server');
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname text, p_login text, p_password text, p_statement text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text, p_dbname text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.session_exec(
+        datatable_roles.manager_session(p_server, p_dbname), p_statement);
+    PERFORM datatable_roles.session_close('datatable_roles_manager');
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) RETURNS void
     LANGUAGE plpgsql
@@ -2356,8 +2496,13 @@ ALTER FUNCTION datatable_roles.link_login() OWNER TO dtr_owner;
 CREATE FUNCTION datatable_roles.link_login_fails(p_dbname text) RETURNS text
     LANGUAGE sql
     AS $$
-    SELECT datatable_roles.login_fails(p_dbname, c.login, c.password)
+    SELECT CASE WHEN sv.host IS NULL
+        THEN datatable_roles.login_fails(p_dbname, c.login, c.password)
+        ELSE datatable_roles.login_fails_on(sv.name, p_dbname, sv.manager_login, sv.manager_password)
+        END
     FROM datatable_roles.link_credential AS c
+    CROSS JOIN datatable_roles.server AS sv
+    WHERE sv.name = datatable_roles.server_of_database(p_dbname)
 $$;
 
 ALTER FUNCTION datatable_roles.link_login_fails(p_dbname text) OWNER TO dtr_owner;
@@ -2383,7 +2528,9 @@ CREATE FUNCTION datatable_roles.live_set_login(p_login text) RETURNS TABLE(passw
     FROM datatable_roles.datatable_role_set AS s
     WHERE s.login = p_login
         AND s.password <> ''
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
+        -- On another server the catalog is not read (no remote call): the
+        -- sweep rotates it, and a refused connection heals it.
+        AND (s.server <> 'local' OR EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname)))
 $$;
 
 ALTER FUNCTION datatable_roles.live_set_login(p_login text) OWNER TO dtr_owner;
@@ -2429,21 +2576,34 @@ CREATE FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_passw
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
+BEGIN
+    RETURN datatable_roles.login_fails_on(
+        datatable_roles.server_of_database(p_dbname), p_dbname, p_login, p_password);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.login_fails_on(p_server text, p_dbname text, p_login text, p_password text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
 DECLARE
     why text;
 BEGIN
-    PERFORM datatable_roles.session_open('datatable_roles_try', p_dbname, p_login, p_password);
+    PERFORM datatable_roles.session_close('datatable_roles_try');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_try',
+        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password));
     PERFORM datatable_roles.session_close('datatable_roles_try');
     RETURN NULL;
 EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
     OR invalid_authorization_specification THEN
-    -- dblink puts libpq's reason (never the password) in the DETAIL.
     GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
     RETURN coalesce(nullif(btrim(why, E' \n'), ''), SQLERRM);
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.login_fails_on(p_server text, p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.login_group() RETURNS text
     LANGUAGE sql STABLE
@@ -2518,7 +2678,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text) RETURNS record
+CREATE FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], p_server text DEFAULT 'local'::text, OUT password text, OUT verifier text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
@@ -2529,6 +2689,10 @@ DECLARE
 BEGIN
     password := datatable_roles.new_password();
     verifier := datatable_roles.verifier_for(password);
+    IF p_server <> 'local' THEN
+        PERFORM datatable_roles.make_login_on_server(p_server, p_login, p_dbname, names, verifier);
+        RETURN;
+    END IF;
     BEGIN
         SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = p_login;
         IF taken.rolname IS NOT NULL AND datatable_roles.clear_identity_settings(p_login, p_dbname) THEN
@@ -2603,7 +2767,76 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], p_server text, OUT password text, OUT verifier text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text, p_dbname text, p_names text[], p_verifier text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+BEGIN
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+DECLARE
+    taken record;
+    held text;
+    db text;
+BEGIN
+    SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = %1$L;
+    IF NOT FOUND THEN
+        CREATE ROLE %1$I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION
+            PASSWORD %3$L IN ROLE %4$s;
+    ELSE
+        EXECUTE format('ALTER ROLE %%I WITH LOGIN INHERIT%%s%%s%%s%%s PASSWORD %%L', %1$L,
+            CASE WHEN taken.rolcreatedb THEN ' NOCREATEDB' ELSE '' END,
+            CASE WHEN taken.rolcreaterole THEN ' NOCREATEROLE' ELSE '' END,
+            CASE WHEN taken.rolconnlimit <> -1 THEN ' CONNECTION LIMIT -1' ELSE '' END,
+            CASE WHEN coalesce(taken.rolvaliduntil, 'infinity') <> 'infinity'
+                THEN ' VALID UNTIL ''infinity''' ELSE '' END,
+            %3$L);
+        ALTER ROLE %1$I RESET ALL;
+        FOR db IN
+            SELECT pd.datname FROM pg_db_role_setting AS rs
+            JOIN pg_database AS pd ON pd.oid = rs.setdatabase
+            WHERE rs.setrole = taken.oid
+        LOOP
+            EXECUTE format('ALTER ROLE %%I IN DATABASE %%I RESET ALL', %1$L, db);
+        END LOOP;
+        FOR held IN
+            SELECT g.rolname FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
+            WHERE m.member = taken.oid AND g.rolname <> ALL(%5$L::text[])
+        LOOP
+            EXECUTE format('REVOKE %%I FROM %%I', held, %1$L);
+        END LOOP;
+        GRANT %4$s TO %1$I;
+    END IF;
+    GRANT CONNECT ON DATABASE %2$I TO %1$I;
+END
+$dtr$
+$s$, p_login, p_dbname, p_verifier,
+        (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names));
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text, p_dbname text, p_names text[], p_verifier text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.manager_session(p_server text, p_dbname text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_manager',
+        datatable_roles.server_conninfo(p_server, coalesce(p_dbname, sv.maintenance_db),
+            sv.manager_login, sv.manager_password)
+        -- The manager's own settings must not shorten or redirect what runs.
+        || ' options=' || datatable_roles.conninfo_value(
+            '-c statement_timeout=0 -c default_transaction_read_only=off'));
+    RETURN 'datatable_roles_manager';
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.manager_session(p_server text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) RETURNS boolean
     LANGUAGE sql IMMUTABLE
@@ -3016,6 +3249,28 @@ $$;
 
 ALTER FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.refuse_while_pending(p_server text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    first_change record;
+BEGIN
+    IF datatable_roles.apply_server_changes(p_server) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT c.what, c.last_error INTO first_change FROM datatable_roles.server_change AS c
+    WHERE c.server = p_server ORDER BY c.id LIMIT 1;
+    RAISE EXCEPTION 'server % has changes not applied yet (%): its data tables are not served until they are',
+        p_server, first_change.what
+        USING ERRCODE = 'object_not_in_prerequisite_state', CONSTRAINT = 'server_pending',
+              DETAIL = coalesce(first_change.last_error, ''),
+              HINT = format('Make server %s reachable; the sweep (or the next resolve) applies them.', p_server);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.refuse_while_pending(p_server text) OWNER TO dtr_owner;
+
 CREATE TABLE datatable_roles.datatable_role_set (
     login text NOT NULL,
     role_ids bigint[] NOT NULL,
@@ -3024,7 +3279,8 @@ CREATE TABLE datatable_roles.datatable_role_set (
     last_used_at timestamp with time zone NOT NULL,
     dbname text,
     verifier text,
-    rotated_at timestamp with time zone NOT NULL
+    rotated_at timestamp with time zone NOT NULL,
+    server text DEFAULT 'local'::text NOT NULL
 );
 
 ALTER TABLE datatable_roles.datatable_role_set OWNER TO dtr_owner;
@@ -3036,7 +3292,8 @@ CREATE FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_
 DECLARE
     made record;
 BEGIN
-    SELECT m.* INTO made FROM datatable_roles.make_login(p_row.login, p_row.dbname, p_row.role_ids) AS m;
+    SELECT m.* INTO made FROM datatable_roles.make_login(p_row.login, p_row.dbname, p_row.role_ids,
+        p_row.server) AS m;
     UPDATE datatable_roles.datatable_role_set AS s
     SET password = made.password, verifier = made.verifier,
         rotated_at = (SELECT datatable_roles.clock_now())
@@ -3063,6 +3320,37 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.remote_script_body(p_name text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.rename_role_on_servers(p_role_id bigint, p_old text, p_new text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.run_or_queue(sr.server, datatable_roles.rename_statement(p_old, p_new),
+        format('rename of role %s to %s', p_old, p_new))
+    FROM datatable_roles.server_role AS sr WHERE sr.role_id = p_role_id
+    ORDER BY sr.server;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.rename_role_on_servers(p_role_id bigint, p_old text, p_new text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.rename_statement(p_old text, p_new text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL AND to_regrole(%2$L) IS NULL THEN
+        ALTER ROLE %1$I RENAME TO %2$I;
+    ELSIF to_regrole(%2$L) IS NULL THEN
+        RAISE EXCEPTION 'role %% is not on the server', %1$L;
+    END IF;
+END
+$dtr$
+$s$, p_old, p_new)
+$_$;
+
+ALTER FUNCTION datatable_roles.rename_statement(p_old text, p_new text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.renew_link_login() RETURNS text
     LANGUAGE plpgsql
@@ -3230,6 +3518,40 @@ $$;
 
 ALTER FUNCTION datatable_roles.require_role(p_name text) OWNER TO dtr_owner;
 
+CREATE TABLE datatable_roles.server (
+    name text NOT NULL,
+    host text,
+    port integer,
+    sslmode text,
+    maintenance_db text,
+    manager_login text,
+    manager_password text,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT server_check CHECK ((((name = 'local'::text) = (host IS NULL)) AND ((host IS NULL) = (port IS NULL)) AND ((host IS NULL) = (sslmode IS NULL)) AND ((host IS NULL) = (maintenance_db IS NULL)) AND ((host IS NULL) = (manager_login IS NULL)) AND ((host IS NULL) = (manager_password IS NULL)))),
+    CONSTRAINT server_port_check CHECK (((port >= 1) AND (port <= 65535)))
+);
+
+ALTER TABLE datatable_roles.server OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.require_server(p_name text) RETURNS datatable_roles.server
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    found_server datatable_roles.server;
+BEGIN
+    PERFORM datatable_roles.require(p_name, 'server');
+    SELECT sv.* INTO found_server FROM datatable_roles.server AS sv WHERE sv.name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'server % is not registered', quote_literal(left(p_name, 80))
+            USING ERRCODE = 'no_data_found', HINT = 'Register it with register_datatable_server.';
+    END IF;
+    RETURN found_server;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_server(p_name text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.require_workspace(p_workspace text) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3346,12 +3668,13 @@ CREATE FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname
     AS $$
 DECLARE
     retired text;
+    on_server text;
     was_live boolean;
     n integer := 0;
 BEGIN
     PERFORM FROM datatable_roles.catalog_role AS r WHERE r.id = p_role_id FOR UPDATE;
-    FOR retired IN
-        SELECT s.login FROM datatable_roles.datatable_role_set AS s
+    FOR retired, on_server IN
+        SELECT s.login, s.server FROM datatable_roles.datatable_role_set AS s
         WHERE s.role_ids @> array[p_role_id]
             AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname)
         ORDER BY s.login
@@ -3361,6 +3684,18 @@ BEGIN
         WHERE s.login = retired AND s.password <> '';
         was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
+        IF on_server <> 'local' THEN
+            -- Another server: retired there now, or queued, and until it is
+            -- applied no resolve serves that server (docs/servers.md).
+            PERFORM datatable_roles.run_or_queue(on_server,
+                datatable_roles.retire_statement(retired), format('retirement of login %s', retired));
+            IF datatable_roles.previewing() THEN
+                PERFORM datatable_roles.preview_note(jsonb_build_object(
+                    'retires', retired, 'live', was_live));
+            END IF;
+            n := n + was_live::integer;
+            CONTINUE;
+        END IF;
         IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
             PERFORM datatable_roles.disable_login(retired);
             was_live := true;
@@ -3382,6 +3717,23 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.retire_statement(p_login text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL THEN
+        ALTER ROLE %1$I WITH NOLOGIN PASSWORD NULL;
+        PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity AS a
+        WHERE a.usename = %1$L AND a.pid <> pg_backend_pid();
+    END IF;
+END
+$dtr$
+$s$, p_login)
+$_$;
+
+ALTER FUNCTION datatable_roles.retire_statement(p_login text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.revoke_database_grants(p_role text) RETURNS void
     LANGUAGE plpgsql
@@ -3449,9 +3801,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    IF NOT EXISTS (
+    -- On another server only the age counts (its catalog is not read here).
+    IF row_now.server = 'local' AND (NOT EXISTS (
         SELECT FROM datatable_roles.login_intact(row_now.login, row_now.dbname))
-        OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname)) THEN
+        OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname))) THEN
         outcome := 'healed';
     ELSIF row_now.rotated_at < (SELECT datatable_roles.clock_now())
         - (SELECT st.rotate_every FROM datatable_roles.settings AS st) THEN
@@ -3474,6 +3827,46 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.rotate_or_heal(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+    SELECT datatable_roles.run_or_queue_in(p_server, null, p_statement, p_what)
+$$;
+
+ALTER FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    why text;
+BEGIN
+    IF datatable_roles.previewing() THEN
+        PERFORM datatable_roles.preview_note(jsonb_build_object('server', p_server, 'change', p_what));
+        RETURN false;
+    END IF;
+    IF NOT EXISTS (SELECT FROM datatable_roles.server_change AS c WHERE c.server = p_server) THEN
+        BEGIN
+            PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
+            RETURN true;
+        EXCEPTION WHEN OTHERS THEN
+            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                RAISE;
+            END IF;
+            why := SQLERRM;
+        END;
+    END IF;
+    INSERT INTO datatable_roles.server_change AS c (server, dbname, statement, what, queued_at, last_error)
+    VALUES (p_server, p_dbname, p_statement, p_what, (SELECT datatable_roles.clock_now()), why);
+    RAISE NOTICE 'server % could not be reached: % is pending there', p_server, p_what
+        USING HINT = 'Resolves for its data tables refuse until it is applied; the sweep retries it.';
+    RETURN false;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) RETURNS text
     LANGUAGE plpgsql STRICT
@@ -3515,6 +3908,45 @@ END;
 $_$;
 
 ALTER FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_login text, p_password text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN sv.host IS NULL
+        THEN datatable_roles.conninfo_for(p_dbname, p_login, p_password)
+        ELSE format('host=%s port=%s dbname=%s user=%s password=%s sslmode=%s connect_timeout=10',
+            datatable_roles.conninfo_value(sv.host),
+            datatable_roles.conninfo_value(sv.port::text),
+            datatable_roles.conninfo_value(p_dbname),
+            datatable_roles.conninfo_value(p_login),
+            datatable_roles.conninfo_value(p_password),
+            datatable_roles.conninfo_value(sv.sslmode))
+        END
+    FROM datatable_roles.server AS sv
+    WHERE sv.name = p_server
+$$;
+
+ALTER FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.server_of_database(p_dbname text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce((
+        SELECT d.server FROM datatable_roles.datatable AS d
+        WHERE d.dbname = p_dbname ORDER BY d.id LIMIT 1
+    ), 'local')
+$$;
+
+ALTER FUNCTION datatable_roles.server_of_database(p_dbname text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.server_role_marker(p_role_id bigint) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT format('datatable_roles %s role %s', s.instance_id, p_role_id)
+    FROM datatable_roles.settings AS s
+$$;
+
+ALTER FUNCTION datatable_roles.server_role_marker(p_role_id bigint) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.session_cancel(p_name text) RETURNS void
     LANGUAGE plpgsql
@@ -3758,13 +4190,19 @@ CREATE FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT r
     AS $$
 DECLARE
     failed text [];
+    on_server text;
+    on_dbname text;
 BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
-    IF NOT EXISTS (
-        SELECT FROM datatable_roles.datatable_role_set AS s
-        WHERE s.login = p_login AND s.password = ''
-    ) THEN
+    SELECT s.server, s.dbname INTO on_server, on_dbname FROM datatable_roles.datatable_role_set AS s
+    WHERE s.login = p_login AND s.password = '';
+    IF NOT FOUND THEN
         outcome := 'skipped';
+        RETURN;
+    END IF;
+    IF on_server <> 'local' THEN
+        SELECT d.* INTO outcome, reason FROM datatable_roles.sweep_drop_on_server(
+            on_server, p_login, on_dbname) AS d;
         RETURN;
     END IF;
     -- NOLOGIN is committed now: whoever logged in again before that commit
@@ -3795,6 +4233,30 @@ $$;
 
 ALTER FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.sweep_drop_on_server(p_server text, p_login text, p_dbname text, OUT outcome text, OUT reason text) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+BEGIN
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+BEGIN
+    IF to_regrole(%1$L) IS NOT NULL THEN
+        REVOKE CONNECT ON DATABASE %2$I FROM %1$I;
+        DROP ROLE %1$I;
+    END IF;
+END
+$dtr$
+$s$, p_login, p_dbname));
+    DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
+    outcome := 'dropped';
+EXCEPTION WHEN OTHERS THEN
+    outcome := 'unfinished';
+    reason := SQLERRM;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.sweep_drop_on_server(p_server text, p_login text, p_dbname text, OUT outcome text, OUT reason text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.sweep_pending(p_state jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3820,7 +4282,8 @@ CREATE FUNCTION datatable_roles.sweep_report(p_state jsonb) RETURNS jsonb
     SELECT jsonb_build_object('examined', p_state -> 'examined', 'dropped', p_state -> 'dropped',
         'skipped', p_state -> 'skipped', 'unfinished', p_state -> 'unfinished',
         'rotated', p_state -> 'rotated', 'healed', p_state -> 'healed',
-        'forgotten_user_keys', p_state -> 'forgotten')
+        'forgotten_user_keys', p_state -> 'forgotten',
+        'servers_pending', coalesce(p_state -> 'servers_pending', '[]'::jsonb))
 $$;
 
 ALTER FUNCTION datatable_roles.sweep_report(p_state jsonb) OWNER TO dtr_owner;
@@ -3879,7 +4342,14 @@ BEGIN
         RETURN st;
     ELSIF phase = 'maintain' THEN
         PERFORM datatable_roles.rotate_link_login();
-        RETURN st || jsonb_build_object('phase', 'stray');
+        RETURN st || jsonb_build_object('phase', 'servers');
+    ELSIF phase = 'servers' THEN
+        -- Changes other servers have not applied yet, server by server: one
+        -- that cannot be reached stays pending and does not stop the others.
+        RETURN st || jsonb_build_object('phase', 'stray', 'servers_pending', coalesce((
+            SELECT jsonb_agg(c.server ORDER BY c.server)
+            FROM (SELECT DISTINCT q.server FROM datatable_roles.server_change AS q) AS c
+            WHERE datatable_roles.apply_server_changes(c.server) > 0), '[]'::jsonb));
     ELSIF phase = 'stray' THEN
         PERFORM datatable_roles.end_stray_sessions();
         RETURN st || jsonb_build_object('phase', 'directory');
@@ -3898,14 +4368,23 @@ CREATE FUNCTION datatable_roles.sweep_take_away(p_login text, p_cutoff timestamp
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
+DECLARE
+    on_server text;
 BEGIN
     PERFORM datatable_roles.lock_set_login(p_login);
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
         AND EXISTS (SELECT FROM datatable_roles.is_sweepable(
-            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff));
+            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
+    RETURNING s.server INTO on_server;
     IF NOT FOUND THEN
         RETURN false;
+    END IF;
+    IF on_server <> 'local' THEN
+        -- Another server: retired there now, or queued (docs/servers.md).
+        PERFORM datatable_roles.run_or_queue(on_server, datatable_roles.retire_statement(p_login),
+            format('retirement of login %s', p_login));
+        RETURN true;
     END IF;
     IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = p_login) THEN
         PERFORM datatable_roles.disable_login(p_login);
@@ -3939,9 +4418,9 @@ CREATE FUNCTION datatable_roles.sweep_victims(p_state jsonb) RETURNS text[]
             WHERE s.password <> '' AND s.dbname IS NOT NULL AND (
                 s.rotated_at < (SELECT datatable_roles.clock_now())
                     - (SELECT x.rotate_every FROM datatable_roles.settings AS x)
-                OR NOT EXISTS (
+                OR s.server = 'local' AND (NOT EXISTS (
                     SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
-                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname)))
+                OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(s.login, s.dbname))))
             ORDER BY s.login)
         ELSE '{}'::text []
     END
@@ -4182,6 +4661,55 @@ $$;
 
 ALTER FUNCTION datatable_roles.take_admin_login(p_dbname text, p_admin_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.take_remote_admin_login(p_server text, p_dbname text, p_admin_login text, p_password text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
+    failure text := datatable_roles.login_fails_on(p_server, p_dbname, p_admin_login, p_password);
+BEGIN
+    IF failure IS NOT NULL THEN
+        RAISE EXCEPTION 'admin login % could not log in to database % on server % with the password given',
+            quote_literal(p_admin_login), quote_literal(p_dbname), p_server
+            USING ERRCODE = 'invalid_password', DETAIL = failure,
+                  HINT = 'Give the admin login''s current password; the database must exist there and take its connections.';
+    END IF;
+    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, p_admin_login, p_password,
+        format($s$DO $dtr$
+DECLARE
+    problem text;
+BEGIN
+    IF (SELECT pd.datdba FROM pg_database AS pd WHERE pd.datname = current_database())
+        <> (SELECT pr.oid FROM pg_roles AS pr WHERE pr.rolname = current_user) THEN
+        RAISE EXCEPTION 'database %% is not owned by admin login %%', current_database(), current_user
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT array_to_string(ARRAY(
+        SELECT a FROM unnest(array[
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN pr.rolcreaterole THEN 'CREATEROLE' END,
+            CASE WHEN pr.rolcreatedb THEN 'CREATEDB' END,
+            CASE WHEN pr.rolreplication THEN 'REPLICATION' END,
+            CASE WHEN pr.rolbypassrls THEN 'BYPASSRLS' END,
+            CASE WHEN pg_has_role(current_user, %1$L, 'MEMBER') THEN 'membership in the manager' END
+        ]) AS a WHERE a IS NOT NULL), ', ')
+    INTO problem FROM pg_roles AS pr WHERE pr.rolname = current_user;
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login %% may not be the admin login of a data table: it has %%', current_user, problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a plain login (LOGIN and a password, nothing else) that owns only the data table''s database.';
+    END IF;
+    REVOKE CONNECT ON DATABASE %2$I FROM PUBLIC;
+    GRANT CONNECT ON DATABASE %2$I TO %1$I WITH GRANT OPTION;
+END
+$dtr$
+$s$, sv.manager_login, p_dbname));
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.take_remote_admin_login(p_server text, p_dbname text, p_admin_login text, p_password text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) RETURNS record
     LANGUAGE plpgsql STABLE
     AS $$
@@ -4215,6 +4743,14 @@ $$;
 
 ALTER FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.unreachable(p_sqlstate text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT starts_with(p_sqlstate, '08')
+$$;
+
+ALTER FUNCTION datatable_roles.unreachable(p_sqlstate text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.usable_set_login(p_login text) RETURNS TABLE(password text)
     LANGUAGE sql STABLE
     AS $$
@@ -4224,7 +4760,7 @@ CREATE FUNCTION datatable_roles.usable_set_login(p_login text) RETURNS TABLE(pas
     WHERE s.login = p_login
         AND s.password <> ''
         AND c.now - s.last_used_at < (SELECT st.touch_every FROM datatable_roles.settings AS st)
-        AND EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname))
+        AND (s.server <> 'local' OR EXISTS (SELECT FROM datatable_roles.login_intact(s.login, s.dbname)))
 $$;
 
 ALTER FUNCTION datatable_roles.usable_set_login(p_login text) OWNER TO dtr_owner;
@@ -4238,6 +4774,21 @@ CREATE FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text
 $$;
 
 ALTER FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.value_as_manager(p_server text, p_query text, p_dbname text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    result text := datatable_roles.session_value(
+        datatable_roles.manager_session(p_server, p_dbname), p_query);
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    RETURN result;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.value_as_manager(p_server text, p_query text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.verifier_for(p_password text) RETURNS text
     LANGUAGE sql
@@ -4573,6 +5124,8 @@ BEGIN
     END IF;
     PERFORM datatable_roles.fault_point('drop_role:after_move');
     PERFORM public.retire_role_set_logins_of(target.name);
+    -- Other servers: after the retirements there (queued in order).
+    PERFORM datatable_roles.drop_role_on_servers(target.id, target.name);
     UPDATE datatable_roles.datatable AS d SET default_role = datatable_roles.no_default()
     WHERE d.default_role = target.name;
     DELETE FROM datatable_roles.datatable_role AS m WHERE m.role_id = target.id;
@@ -4921,12 +5474,13 @@ $$;
 
 ALTER FUNCTION public.reference_datatable(workspace text, name text, governing_workspace text, governing_name text) OWNER TO dtr_owner;
 
-CREATE FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text) RETURNS bigint
+CREATE FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text, server text DEFAULT 'local'::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 DECLARE
     ws text := register_datatable.workspace;
+    on_server datatable_roles.server := datatable_roles.require_server(register_datatable.server);
     new_id bigint;
     public_connect boolean;
 BEGIN
@@ -4946,6 +5500,29 @@ BEGIN
             quote_literal(register_datatable.name), quote_literal(ws)
             USING ERRCODE = 'duplicate_object';
     END IF;
+    IF EXISTS (
+        SELECT FROM datatable_roles.datatable AS d
+        WHERE d.dbname = register_datatable.dbname AND d.server <> on_server.name
+    ) OR on_server.name <> 'local' AND EXISTS (
+        SELECT FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname
+    ) THEN
+        RAISE EXCEPTION 'database name % is already used on another server', quote_literal(register_datatable.dbname)
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'A database name is registered on one server only (this cluster''s databases included): rename one of them.';
+    END IF;
+    IF on_server.name <> 'local' THEN
+        PERFORM datatable_roles.take_remote_admin_login(on_server.name, register_datatable.dbname,
+            register_datatable.admin_login, register_datatable.admin_password);
+        INSERT INTO datatable_roles.datatable (
+            workspace, name, dbname, admin_login, admin_password, default_role, server
+        )
+        VALUES (ws, register_datatable.name, register_datatable.dbname, register_datatable.admin_login,
+            register_datatable.admin_password, 'admin', on_server.name)
+        RETURNING id INTO new_id;
+        UPDATE datatable_roles.datatable AS d SET admin_password = register_datatable.admin_password
+        WHERE d.server = on_server.name AND d.admin_login = register_datatable.admin_login AND d.id <> new_id;
+        RETURN new_id;
+    END IF;
     PERFORM datatable_roles.take_admin_login(register_datatable.dbname, register_datatable.admin_login);
     INSERT INTO datatable_roles.datatable (
         workspace, name, dbname, admin_login, admin_password, admin_verifier, default_role
@@ -4960,7 +5537,7 @@ BEGIN
     UPDATE datatable_roles.datatable AS d
     SET admin_password = n.admin_password, admin_verifier = n.admin_verifier
     FROM datatable_roles.datatable AS n
-    WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id;
+    WHERE n.id = new_id AND d.admin_login = n.admin_login AND d.id <> n.id AND d.server = 'local';
     -- Only the logins the package hands out, and the roles the operator
     -- grants CONNECT to, may connect to a data table's database.
     PERFORM datatable_roles.lock_database_access(register_datatable.dbname);
@@ -4977,7 +5554,65 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text) OWNER TO dtr_owner;
+ALTER FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text, server text) OWNER TO dtr_owner;
+
+CREATE FUNCTION public.register_datatable_server(name text, host text, port integer, manager_login text, manager_password text, sslmode text DEFAULT 'require'::text, maintenance_db text DEFAULT 'postgres'::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    failure text;
+    problem text;
+BEGIN
+    PERFORM datatable_roles.check_name('server', register_datatable_server.name);
+    PERFORM datatable_roles.require(register_datatable_server.host, 'host');
+    PERFORM datatable_roles.require(register_datatable_server.port, 'port');
+    PERFORM datatable_roles.require(register_datatable_server.manager_login, 'manager_login');
+    PERFORM datatable_roles.require(register_datatable_server.manager_password, 'manager_password');
+    PERFORM datatable_roles.check_dbname(register_datatable_server.maintenance_db);
+    IF register_datatable_server.host = '' OR register_datatable_server.manager_password = ''
+        OR register_datatable_server.port NOT BETWEEN 1 AND 65535
+        OR coalesce(register_datatable_server.sslmode, '') NOT IN
+            ('disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full') THEN
+        RAISE EXCEPTION 'invalid connection parameters for server %', register_datatable_server.name
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A host, a port from 1 to 65535, an sslmode libpq knows, and a manager password.';
+    END IF;
+    IF EXISTS (SELECT FROM datatable_roles.server AS sv WHERE sv.name = register_datatable_server.name) THEN
+        RAISE EXCEPTION 'server % is already registered', register_datatable_server.name
+            USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO datatable_roles.server (name, host, port, sslmode, maintenance_db, manager_login, manager_password)
+    VALUES (register_datatable_server.name, register_datatable_server.host, register_datatable_server.port,
+        register_datatable_server.sslmode, register_datatable_server.maintenance_db,
+        register_datatable_server.manager_login, register_datatable_server.manager_password);
+    failure := datatable_roles.login_fails_on(register_datatable_server.name,
+        register_datatable_server.maintenance_db, register_datatable_server.manager_login,
+        register_datatable_server.manager_password);
+    IF failure IS NOT NULL THEN
+        RAISE EXCEPTION 'manager login % could not log in to server %', quote_literal(register_datatable_server.manager_login),
+            register_datatable_server.name
+            USING ERRCODE = CASE WHEN datatable_roles.wrong_password(failure) THEN 'invalid_password'
+                      ELSE 'sqlclient_unable_to_establish_sqlconnection' END,
+                  DETAIL = failure, HINT = 'Check the host, port, sslmode and the manager''s password.';
+    END IF;
+    problem := datatable_roles.value_as_manager(register_datatable_server.name, $q$
+        SELECT concat_ws(', ',
+            CASE WHEN pr.rolsuper THEN 'SUPERUSER' END,
+            CASE WHEN NOT pr.rolcreaterole THEN 'no CREATEROLE' END,
+            CASE WHEN NOT pg_has_role(current_user, 'pg_signal_backend', 'USAGE')
+                THEN 'no pg_signal_backend' END)
+        FROM pg_roles AS pr WHERE pr.rolname = current_user$q$);
+    IF problem <> '' THEN
+        RAISE EXCEPTION 'login % may not manage server %: it has %', quote_literal(register_datatable_server.manager_login),
+            register_datatable_server.name, problem
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Use a NOSUPERUSER login with CREATEROLE and pg_signal_backend (a managed service''s admin role).';
+    END IF;
+END;
+$_$;
+
+ALTER FUNCTION public.register_datatable_server(name text, host text, port integer, manager_login text, manager_password text, sslmode text, maintenance_db text) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.remove_datatable_role(workspace text, datatable text, role text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5092,12 +5727,13 @@ BEGIN
         RAISE EXCEPTION 'role name % is reserved by PostgreSQL', quote_literal(new_name)
             USING ERRCODE = 'invalid_parameter_value';
     END;
+    PERFORM datatable_roles.rename_role_on_servers(old_role.id, old_role.name, new_name);
 END;
 $$;
 
 ALTER FUNCTION public.rename_datatable_role(name text, new_name text) OWNER TO dtr_owner;
 
-CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text) RETURNS record
+CREATE FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text DEFAULT NULL::text, for_migration boolean DEFAULT false, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text, OUT host text, OUT port integer, OUT sslmode text) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
@@ -5118,6 +5754,15 @@ BEGIN
         PERFORM datatable_roles.refuse(d, resolve_datatable_role.datatable,
             resolve_datatable_role.role);
     END IF;
+    IF d.server <> 'local' THEN
+        -- Another server (docs/servers.md): where to connect, and no login
+        -- while a change the catalog made has not reached it.
+        IF EXISTS (SELECT FROM datatable_roles.server_change AS c WHERE c.server = d.server) THEN
+            PERFORM datatable_roles.refuse_while_pending(d.server);
+        END IF;
+        SELECT sv.host, sv.port, sv.sslmode INTO host, port, sslmode
+        FROM datatable_roles.server AS sv WHERE sv.name = d.server;
+    END IF;
     dbname := d.dbname;
     roles := d.role_names;
     login_kind := d.login_kind;
@@ -5131,7 +5776,7 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text) OWNER TO dtr_owner;
+ALTER FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text, OUT host text, OUT port integer, OUT sslmode text) OWNER TO dtr_owner;
 
 CREATE FUNCTION public.retire_role_set_logins_of(role text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5248,6 +5893,8 @@ BEGIN
         RETURN;
     END IF;
     target := datatable_roles.require_role(set_datatable_role_tenants.role);
+    -- On another server, the role is made there when a data table first maps it.
+    PERFORM datatable_roles.ensure_role_on_server(entry.server, target.id);
     INSERT INTO datatable_roles.datatable_role AS m (datatable_id, role_id, tenants)
     VALUES (entry.id, target.id, clean)
     ON CONFLICT ON CONSTRAINT datatable_role_pkey DO UPDATE SET tenants = excluded.tenants;
@@ -5565,6 +6212,35 @@ CREATE TABLE datatable_roles.remote_script (
 
 ALTER TABLE datatable_roles.remote_script OWNER TO dtr_owner;
 
+CREATE TABLE datatable_roles.server_change (
+    id bigint NOT NULL,
+    server text NOT NULL,
+    dbname text,
+    statement text NOT NULL,
+    what text NOT NULL,
+    queued_at timestamp with time zone NOT NULL,
+    tries integer DEFAULT 0 NOT NULL,
+    last_error text
+);
+
+ALTER TABLE datatable_roles.server_change OWNER TO dtr_owner;
+
+ALTER TABLE datatable_roles.server_change ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME datatable_roles.server_change_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE datatable_roles.server_role (
+    server text NOT NULL,
+    role_id bigint NOT NULL
+);
+
+ALTER TABLE datatable_roles.server_role OWNER TO dtr_owner;
+
 CREATE TABLE datatable_roles.settings (
     singleton boolean DEFAULT true NOT NULL,
     instance_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -5671,6 +6347,15 @@ ALTER TABLE ONLY datatable_roles.link_credential
 ALTER TABLE ONLY datatable_roles.remote_script
     ADD CONSTRAINT remote_script_pkey PRIMARY KEY (name);
 
+ALTER TABLE ONLY datatable_roles.server_change
+    ADD CONSTRAINT server_change_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY datatable_roles.server
+    ADD CONSTRAINT server_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY datatable_roles.server_role
+    ADD CONSTRAINT server_role_pkey PRIMARY KEY (server, role_id);
+
 ALTER TABLE ONLY datatable_roles.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (singleton);
 
@@ -5705,6 +6390,8 @@ CREATE INDEX folder_access_principal_idx ON datatable_roles.folder_access USING 
 
 CREATE INDEX group_member_user_idx ON datatable_roles.group_member USING btree (workspace, username);
 
+CREATE INDEX server_change_server_idx ON datatable_roles.server_change USING btree (server, id);
+
 CREATE UNIQUE INDEX workspace_user_email_key ON datatable_roles.workspace_user USING btree (workspace, lower(email));
 
 ALTER TABLE ONLY datatable_roles.datatable
@@ -5716,11 +6403,23 @@ ALTER TABLE ONLY datatable_roles.datatable_role
 ALTER TABLE ONLY datatable_roles.datatable_role
     ADD CONSTRAINT datatable_role_role_id_fkey FOREIGN KEY (role_id) REFERENCES datatable_roles.catalog_role(id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY datatable_roles.datatable
+    ADD CONSTRAINT datatable_server_fkey FOREIGN KEY (server) REFERENCES datatable_roles.server(name);
+
 ALTER TABLE ONLY datatable_roles.folder_access
     ADD CONSTRAINT folder_access_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
 
 ALTER TABLE ONLY datatable_roles.group_member
     ADD CONSTRAINT group_member_workspace_username_fkey FOREIGN KEY (workspace, username) REFERENCES datatable_roles.workspace_user(workspace, username) ON DELETE CASCADE;
+
+ALTER TABLE ONLY datatable_roles.server_change
+    ADD CONSTRAINT server_change_server_fkey FOREIGN KEY (server) REFERENCES datatable_roles.server(name);
+
+ALTER TABLE ONLY datatable_roles.server_role
+    ADD CONSTRAINT server_role_role_id_fkey FOREIGN KEY (role_id) REFERENCES datatable_roles.catalog_role(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY datatable_roles.server_role
+    ADD CONSTRAINT server_role_server_fkey FOREIGN KEY (server) REFERENCES datatable_roles.server(name);
 
 ALTER TABLE ONLY datatable_roles.workspace_user
     ADD CONSTRAINT workspace_user_workspace_fkey FOREIGN KEY (workspace) REFERENCES datatable_roles.workspace(name) ON DELETE CASCADE;
@@ -5825,6 +6524,8 @@ REVOKE ALL ON FUNCTION datatable_roles.admin_password_refusal(p_label text, p_ad
 
 REVOKE ALL ON FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.apply_server_changes(p_server text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.become_own_instance() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.bind_user_key(p_workspace text, p_username text) FROM PUBLIC;
@@ -5875,6 +6576,8 @@ REVOKE ALL ON FUNCTION datatable_roles.disable_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.drop_login(p_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.drop_role_on_servers(p_role_id bigint, p_name text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.email_ok(p_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.end_sessions_of(p_login text) FROM PUBLIC;
@@ -5883,7 +6586,13 @@ REVOKE ALL ON FUNCTION datatable_roles.end_stray_sessions() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.ensure_login_keeper(p_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.ensure_role_on_server(p_server text, p_role_id bigint) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname text, p_login text, p_password text, p_statement text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) FROM PUBLIC;
 
@@ -5939,6 +6648,8 @@ REVOKE ALL ON FUNCTION datatable_roles.lock_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_password text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.login_fails_on(p_server text, p_dbname text, p_login text, p_password text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.login_group() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.login_group_name(p_instance uuid) FROM PUBLIC;
@@ -5951,7 +6662,11 @@ REVOKE ALL ON FUNCTION datatable_roles.login_of_roles(p_dbname text, p_role_ids 
 
 REVOKE ALL ON FUNCTION datatable_roles.login_settings_elsewhere(p_login text, p_dbname text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], OUT password text, OUT verifier text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p_role_ids bigint[], p_server text, OUT password text, OUT verifier text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text, p_dbname text, p_names text[], p_verifier text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.manager_session(p_server text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) FROM PUBLIC;
 
@@ -5991,9 +6706,15 @@ REVOKE ALL ON FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_data
 
 REVOKE ALL ON FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.refuse_while_pending(p_server text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.remote_script_body(p_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.rename_role_on_servers(p_role_id bigint, p_old text, p_new text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.rename_statement(p_old text, p_new text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.renew_link_login() FROM PUBLIC;
 
@@ -6011,6 +6732,8 @@ REVOKE ALL ON FUNCTION datatable_roles.require_own_directory() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require_role(p_name text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.require_server(p_name text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.require_workspace(p_workspace text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.reset_database_settings(p_login text) FROM PUBLIC;
@@ -6021,6 +6744,8 @@ REVOKE ALL ON FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_d
 
 REVOKE ALL ON FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.retire_statement(p_login text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.revoke_database_grants(p_role text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) FROM PUBLIC;
@@ -6029,7 +6754,17 @@ REVOKE ALL ON FUNCTION datatable_roles.rotate_link_login() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_login text, p_password text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.server_of_database(p_dbname text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.server_role_marker(p_role_id bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.session_cancel(p_name text) FROM PUBLIC;
 
@@ -6061,6 +6796,8 @@ REVOKE ALL ON FUNCTION datatable_roles.sweep_cutoff(p_unused_for interval) FROM 
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_drop(p_login text, OUT outcome text, OUT reason text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.sweep_drop_on_server(p_server text, p_login text, p_dbname text, OUT outcome text, OUT reason text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.sweep_pending(p_state jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.sweep_phase_begins(p_state jsonb) FROM PUBLIC;
@@ -6083,11 +6820,17 @@ REVOKE ALL ON FUNCTION datatable_roles.sync_users(p_workspace text, p_users json
 
 REVOKE ALL ON FUNCTION datatable_roles.take_admin_login(p_dbname text, p_admin_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.take_remote_admin_login(p_server text, p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.unnamed_of(p_datatable_id bigint, p_workspace text, p_default_role text, p_ident_admin boolean, p_ident_keys text[], p_viewer_email text, OUT rules text[], OUT default_id bigint, OUT default_enabled boolean, OUT default_tenants text[], OUT default_held boolean, OUT viewer_member boolean, OUT held_ids bigint[], OUT viewer_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.unreachable(p_sqlstate text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.usable_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.value_as_manager(p_server text, p_query text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.verifier_for(p_password text) FROM PUBLIC;
 
@@ -6127,7 +6870,9 @@ REVOKE ALL ON FUNCTION public.record_job_start(job_id uuid, workspace text, perm
 
 REVOKE ALL ON FUNCTION public.reference_datatable(workspace text, name text, governing_workspace text, governing_name text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.register_datatable(workspace text, name text, dbname text, admin_login text, admin_password text, server text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.register_datatable_server(name text, host text, port integer, manager_login text, manager_password text, sslmode text, maintenance_db text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.remove_datatable_role(workspace text, datatable text, role text) FROM PUBLIC;
 
@@ -6137,7 +6882,7 @@ REVOKE ALL ON FUNCTION public.remove_workspace_user(workspace text, username tex
 
 REVOKE ALL ON FUNCTION public.rename_datatable_role(name text, new_name text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.resolve_datatable_role(job_id uuid, datatable text, role text, for_migration boolean, OUT dbname text, OUT login text, OUT password text, OUT roles text[], OUT login_kind text, OUT host text, OUT port integer, OUT sslmode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.retire_role_set_logins_of(role text) FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: ec9db854a73e7cf119364816e4b990bea7eaa67f47028e0c22c0079f602f5728
+-- functions: 50f4300dd193332b2e26684e681f154e7994354a430ca3663bcc681f9fca425e
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the

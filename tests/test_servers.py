@@ -1,0 +1,246 @@
+"""Data tables on another PostgreSQL server (SPEC section 17, docs/servers.md).
+
+A second, real cluster (17 when `make test` fetched it) runs beside the metadata database's,
+with a manager login that is NOSUPERUSER CREATEROLE (and pg_signal_backend), as a managed
+service's admin role. Each test registers it in its own metadata database as server ``b``,
+puts a data table there, and checks what a job's login can do there, against real RLS.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from datatable_roles.scram import scram_sha256_verifier
+from datatable_roles_lab.devcluster import PG_BIN, Cluster
+from support import ORDERS
+
+MANAGER = "dtr_manager"
+
+
+class Remote:
+    def __init__(self, cluster: Cluster, manager_password: str):
+        self.cluster = cluster
+        self.manager_password = manager_password
+
+    def su(self, dbname: str = "postgres") -> psycopg.Connection:
+        return self.cluster.connect_super(dbname)
+
+    def login_conninfo(self, login: str, password: str, dbname: str, role: str | None = None):
+        kw = {"options": f"-c role={role}"} if role else {}
+        return psycopg.conninfo.make_conninfo(self.cluster.conninfo(login, password, dbname,
+                                                                    tcp=True), **kw)
+
+    def role(self, name: str) -> dict | None:
+        with self.su() as c:
+            row = c.execute("SELECT rolcanlogin, ARRAY(SELECT g.rolname FROM pg_auth_members m"
+                            " JOIN pg_roles g ON g.oid = m.roleid WHERE m.member = r.oid"
+                            " ORDER BY 1) FROM pg_roles r WHERE rolname = %s", [name]).fetchone()
+        return None if row is None else {"login": row[0], "member_of": row[1]}
+
+
+@pytest.fixture(scope="module")
+def remote():
+    c = Cluster(bin_dir=os.environ.get("DTR_SECOND_PG_BIN") or str(PG_BIN)).start(
+        build_template=False)
+    password = secrets.token_urlsafe(24)
+    try:
+        with c.connect_super() as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE NOSUPERUSER PASSWORD {}").format(
+                sql.Identifier(MANAGER), sql.Literal(scram_sha256_verifier(password))))
+            conn.execute(sql.SQL("GRANT pg_signal_backend TO {}").format(sql.Identifier(MANAGER)))
+        yield Remote(c, password)
+    finally:
+        c.stop()
+
+
+def register_server(w, remote: Remote, name: str = "b", password: str | None = None):
+    w.call("SELECT register_datatable_server(%s, '127.0.0.1', %s, %s, %s, 'disable')",
+           [name, remote.cluster.port, MANAGER, password or remote.manager_password])
+
+
+@pytest.fixture
+def far(make_world, remote, uid):
+    """A world whose data table `far` is on server b: roles emea and us mapped there (viewer
+    keys u/alice and u/bob), default emea-or-viewer, and the orders table under RLS."""
+    w = make_world(users={"alice": [], "bob": [], "publisher": []},
+                   tenants={"emea": ["u/alice"], "us": ["u/bob"]})
+    register_server(w, remote)
+    admin, admin_pw, dbname = f"{uid}_badmin", secrets.token_urlsafe(24), f"{uid}_far"
+    with remote.su() as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+            sql.Identifier(admin), sql.Literal(scram_sha256_verifier(admin_pw))))
+        c.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+            sql.Identifier(dbname), sql.Identifier(admin)))
+    w.call("SELECT register_datatable(%s, 'far', %s, %s, %s, 'b')", [w.ws, dbname, admin, admin_pw])
+    for short, user in (("emea", "alice"), ("us", "bob")):
+        w.set_tenants("far", w.roles[short], [f"u/{user}"])
+    w.set_default("far", None)
+    with psycopg.connect(remote.cluster.conninfo(admin, admin_pw, dbname, tcp=True),
+                         autocommit=True) as c:
+        c.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL)")
+        with c.cursor() as cur:
+            cur.executemany("INSERT INTO orders VALUES (%s, %s)", ORDERS)
+        c.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
+        for region in ("emea", "us"):
+            role = w.roles[region]
+            c.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(sql.Identifier(role)))
+            c.execute(sql.SQL("CREATE POLICY {} ON orders FOR SELECT USING (region = {}"
+                              " AND pg_has_role(current_user, {}, 'member'))").format(
+                sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
+    w.far_db = dbname
+    yield w
+    with remote.su() as c:
+        c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+        for (name,) in c.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s OR"
+                                 " rolname LIKE 'wm\\_set\\_%%'", [uid + "%"]).fetchall():
+            c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def resolve_far(w, viewer: str, role: str | None = None):
+    with w.connect_worker() as c:
+        return c.execute("SELECT dbname, login, password, roles, host, port"
+                         " FROM resolve_datatable_role(%s, 'far', %s)",
+                         [w.job(viewer), role]).fetchone()
+
+
+def rows_as(remote: Remote, res, role: str | None = None) -> list[int]:
+    dbname, login, password = res[:3]
+    with psycopg.connect(remote.login_conninfo(login, password, dbname, role)) as c:
+        return [r[0] for r in c.execute("SELECT id FROM orders ORDER BY id")]
+
+
+def test_registering_a_server_tries_the_manager(make_world, remote):
+    w = make_world(users={"publisher": []})
+    with pytest.raises(psycopg.errors.InvalidPassword):
+        register_server(w, remote, password="wrong")
+    with remote.su() as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(
+            sql.Identifier(w.uid + "_su"), sql.Literal(scram_sha256_verifier("pw-su-1234"))))
+    try:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="SUPERUSER"):
+            w.call("SELECT register_datatable_server('s', '127.0.0.1', %s, %s, 'pw-su-1234',"
+                   " 'disable')", [remote.cluster.port, w.uid + "_su"])
+    finally:
+        with remote.su() as c:
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(w.uid + "_su")))
+    assert w.call("SELECT name FROM datatable_roles.server ORDER BY name") == [("local",)]
+    register_server(w, remote)
+    with pytest.raises(psycopg.errors.DuplicateObject):
+        register_server(w, remote)
+
+
+def test_a_viewer_gets_their_rows_on_the_other_server(far, remote):
+    w = far
+    alice = resolve_far(w, "alice")
+    assert alice[4:] == ("127.0.0.1", remote.cluster.port)
+    assert alice[3] == [w.roles["emea"]]
+    assert rows_as(remote, alice) == [1, 4]
+    bob = resolve_far(w, "bob")
+    assert rows_as(remote, bob) == [2, 5]
+    # The login exists there only, holding exactly its role, and not here.
+    assert remote.role(alice[1]) == {"login": True, "member_of": [w.roles["emea"]]}
+    assert w.call("SELECT count(*) FROM pg_roles WHERE rolname = %s", [alice[1]]) == [(0,)]
+    # The catalog roles were made there as NOLOGIN roles.
+    assert remote.role(w.roles["emea"]) == {"login": False, "member_of": []}
+
+
+def test_resolving_an_existing_login_makes_no_remote_call(far, remote):
+    w = far
+    first = resolve_far(w, "alice")
+    remote.cluster.pause()
+    try:
+        again = resolve_far(w, "alice")
+    finally:
+        remote.cluster.resume()
+    assert again[1:3] == first[1:3]
+    assert rows_as(remote, again) == [1, 4]
+
+
+def test_a_removal_while_the_server_is_down_is_pending_and_refuses(far, remote):
+    w = far
+    alice = resolve_far(w, "alice")
+    remote.cluster.pause()
+    try:
+        w.call("SELECT remove_datatable_role(%s, 'far', %s)", [w.ws, w.roles["emea"]])
+        assert w.call("SELECT what FROM datatable_roles.server_change") == [
+            (f"retirement of login {alice[1]}",)]
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as e:
+            resolve_far(w, "bob")
+        assert e.value.diag.constraint_name == "server_pending"
+    finally:
+        remote.cluster.resume()
+    # Back: the next resolve applies the change, then serves.
+    bob = resolve_far(w, "bob")
+    assert rows_as(remote, bob) == [2, 5]
+    assert w.call("SELECT count(*) FROM datatable_roles.server_change") == [(0,)]
+    assert remote.role(alice[1])["login"] is False
+    with pytest.raises(psycopg.OperationalError):
+        rows_as(remote, alice)
+
+
+def test_the_sweep_applies_pending_changes_and_reports_the_others(far, remote):
+    w = far
+    resolve_far(w, "alice")
+    remote.cluster.pause()
+    try:
+        w.call("SELECT set_datatable_role_enabled(%s, false)", [w.roles["emea"]])
+        report = w.sweep()
+        assert report["servers_pending"] == ["b"]
+    finally:
+        remote.cluster.resume()
+    report = w.sweep()
+    assert report["servers_pending"] == []
+    assert w.call("SELECT count(*) FROM datatable_roles.server_change") == [(0,)]
+
+
+def test_a_rename_reaches_the_server(far, remote):
+    w = far
+    resolve_far(w, "alice")
+    new = w.uid + "_emea2"
+    w.call("SELECT rename_datatable_role(%s, %s)", [w.roles["emea"], new])
+    assert remote.role(w.roles["emea"]) is None
+    assert remote.role(new) == {"login": False, "member_of": []}
+    # (The policies name the role as text, and do not follow: docs/policies.md.)
+    again = resolve_far(w, "alice")
+    assert again[3] == [new] and remote.role(again[1])["member_of"] == [new]
+
+
+def test_the_sweep_drops_unused_logins_there(far, remote):
+    w = far
+    alice = resolve_far(w, "alice")
+    w.advance_clock("40 days")
+    report = w.sweep()
+    assert report["dropped"] == 1, report
+    assert remote.role(alice[1]) is None
+    assert w.rows() == {}
+
+
+def test_a_role_made_there_by_someone_else_is_not_adopted(far, remote):
+    w = far
+    stranger = w.new_role("stranger")
+    with remote.su() as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(stranger)))
+    with pytest.raises(psycopg.errors.DuplicateObject):
+        w.set_tenants("far", stranger, ["u/alice"])
+    assert w.call("SELECT count(*) FROM datatable_roles.datatable_role m"
+                  " JOIN datatable_roles.catalog_role r ON r.id = m.role_id"
+                  " WHERE r.name = %s", [stranger]) == [(0,)]
+
+
+def test_no_password_crosses_in_statement_text(far, remote):
+    w = far
+    remote.cluster.set_setting("log_statement", "all")
+    try:
+        alice = resolve_far(w, "alice")
+        w.advance_clock("2 days")
+        w.sweep()  # rotation there
+    finally:
+        remote.cluster.set_setting("log_statement", "none")
+    log = remote.cluster.log_path.read_text(errors="replace")
+    assert alice[2] not in log
+    assert remote.manager_password not in log
