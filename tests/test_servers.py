@@ -92,7 +92,7 @@ def far(make_world, remote, uid):
             c.execute(sql.SQL("CREATE POLICY {} ON orders FOR SELECT USING (region = {}"
                               " AND pg_has_role(current_user, {}, 'member'))").format(
                 sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
-    w.far_db = dbname
+    w.far_db, w.far_admin = dbname, admin
     yield w
     with remote.su() as c:
         c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
@@ -244,3 +244,41 @@ def test_no_password_crosses_in_statement_text(far, remote):
     log = remote.cluster.log_path.read_text(errors="replace")
     assert alice[2] not in log
     assert remote.manager_password not in log
+
+
+def test_first_use_or_a_first_map_on_an_unreachable_server_changes_nothing(far, remote):
+    w = far
+    late = w.new_role("late")
+    remote.cluster.pause()
+    try:
+        with pytest.raises(psycopg.errors.SqlclientUnableToEstablishSqlconnection):
+            resolve_far(w, "alice")
+        with pytest.raises(psycopg.errors.SqlclientUnableToEstablishSqlconnection):
+            w.set_tenants("far", late, ["u/alice"])
+    finally:
+        remote.cluster.resume()
+    assert w.rows() == {}
+    assert w.call("SELECT count(*) FROM datatable_roles.server_change") == [(0,)]
+    assert rows_as(remote, resolve_far(w, "alice")) == [1, 4]
+
+
+def test_a_script_on_a_far_login_cannot_widen_or_keep_its_own_password(far, remote):
+    w = far
+    alice = resolve_far(w, "alice")
+    dbname, login, password = alice[:3]
+    with psycopg.connect(remote.login_conninfo(login, password, dbname),
+                         autocommit=True) as c:
+        for target in (w.roles["us"], w.far_admin, MANAGER):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(target)))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            c.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(w.roles["us"]),
+                                                     sql.Identifier(login)))
+        c.execute("ALTER ROLE CURRENT_USER PASSWORD 'the-scripts-own-1'")
+    with pytest.raises(psycopg.OperationalError):
+        rows_as(remote, alice)
+    assert w.heal(login) == "healed"
+    again = resolve_far(w, "alice")
+    assert again[1] == login and rows_as(remote, again) == [1, 4]
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(remote.login_conninfo(login, "the-scripts-own-1", dbname)).close()

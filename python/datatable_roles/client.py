@@ -65,6 +65,11 @@ class Resolution:
     password: str = field(repr=False)
     roles: tuple[str, ...]
     kind: str
+    #: Where to connect, for a data table on another server (docs/servers.md); None on
+    #: ``local``, where the Client's own host and port are used.
+    host: str | None = None
+    port: int | None = None
+    sslmode: str | None = None
 
     @property
     def session_role(self) -> str | None:
@@ -255,15 +260,26 @@ class Client:
     # ---- data tables ---------------------------------------------------------------------
 
     def register_datatable(self, workspace: str, name: str, dbname: str, admin_login: str,
-                           admin_password: str) -> int:
-        """Registers a data table (default role admin); returns its id. The admin password
-        is tried as a login first (:class:`~datatable_roles.errors.InvalidPassword` when it
-        does not work), then set again, to the same password, through a verifier the package
-        computes (4096 iterations: about 0.2 s). The password reaches the server in no
-        statement text and no bind parameter (:meth:`_rows_with_secret`)."""
+                           admin_password: str, server: str = "local") -> int:
+        """Registers a data table (default role admin) on ``server`` (docs/servers.md);
+        returns its id. The admin password is tried as a login first
+        (:class:`~datatable_roles.errors.InvalidPassword` when it does not work), then, on
+        ``local``, set again, to the same password, through a verifier the package computes
+        (4096 iterations: about 0.2 s). The password reaches the server in no statement text
+        and no bind parameter (:meth:`_rows_with_secret`)."""
         return int(self._rows_with_secret(
-            f"SELECT register_datatable(%s, %s, %s, %s, {self.SECRET})",
-            [workspace, name, dbname, admin_login], admin_password)[0][0])
+            f"SELECT register_datatable(%s, %s, %s, %s, {self.SECRET}, %s)",
+            [workspace, name, dbname, admin_login, server], admin_password)[0][0])
+
+    def register_datatable_server(self, name: str, host: str, port: int, manager_login: str,
+                                  manager_password: str, sslmode: str = "require",
+                                  maintenance_db: str = "postgres") -> None:
+        """Registers another PostgreSQL server data tables may be on, with its manager login
+        (NOSUPERUSER, CREATEROLE, pg_signal_backend), whose password is tried with a real
+        login; as :meth:`register_datatable`, it is in no statement text or parameter."""
+        self._rows_with_secret(
+            f"SELECT register_datatable_server(%s, %s, %s, %s, {self.SECRET}, %s, %s)",
+            [name, host, port, manager_login, sslmode, maintenance_db], manager_password)
 
     def set_datatable_admin_password(self, workspace: str, name: str,
                                      admin_password: str) -> None:
@@ -326,12 +342,13 @@ class Client:
         :class:`~datatable_roles.errors.AdminPasswordChanged` when the result is the admin
         login and its password was changed outside the package."""
         rows = self._rows(
-            "SELECT dbname, login, password, roles, login_kind"
+            "SELECT dbname, login, password, roles, login_kind, host, port, sslmode"
             " FROM resolve_datatable_role(%s::uuid, %s, %s, %s)",
             [self._uuid(job_id), datatable, role, for_migration])
-        dbname, login, password, roles, kind = rows[0]
+        dbname, login, password, roles, kind, host, port, sslmode = rows[0]
         return Resolution(dbname=dbname, login=login, password=password,
-                          roles=tuple(roles or ()), kind=kind)
+                          roles=tuple(roles or ()), kind=kind, host=host, port=port,
+                          sslmode=sslmode)
 
     def explain(self, job_id: JobId, datatable: str, role: str | None = None) -> dict[str, Any]:
         """The decision, step by step (no side effects): see explain_datatable_role."""
@@ -555,8 +572,12 @@ class Client:
 
     def _conninfo(self, res: Resolution) -> str:
         options = {} if res.options is None else {"options": res.options}
-        return make_conninfo(host=self.host, port=self.port, dbname=res.dbname,
-                             user=res.login, connect_timeout=self.connect_timeout, **options)
+        if res.host is not None:
+            options.update(host=res.host, port=res.port, sslmode=res.sslmode)
+        else:
+            options.update(host=self.host, port=self.port)
+        return make_conninfo(dbname=res.dbname, user=res.login,
+                             connect_timeout=self.connect_timeout, **options)
 
     def _pool_for(self, res: Resolution) -> ConnectionPool:
         key = (res.login, res.dbname)

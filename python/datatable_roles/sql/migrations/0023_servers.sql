@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: 50f4300dd193332b2e26684e681f154e7994354a430ca3663bcc681f9fca425e
+-- functions: c0cf813b1210fdb1994aa38d8f3ecd306002801d3c9424c1a4f213053e5aa1a8
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the

@@ -88,7 +88,9 @@ $$;
 
 -- Opens the manager's session on a server (not local), to p_dbname or the
 -- server's maintenance database; returns its name. 08001 when unreachable.
-CREATE OR REPLACE FUNCTION datatable_roles.manager_session(p_server text, p_dbname text DEFAULT null)
+CREATE OR REPLACE FUNCTION datatable_roles.manager_session(
+    p_server text, p_dbname text DEFAULT null
+)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -191,7 +193,9 @@ END;
 $$;
 
 -- run_or_queue_in the server's maintenance database (role statements).
-CREATE OR REPLACE FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text)
+CREATE OR REPLACE FUNCTION datatable_roles.run_or_queue(
+    p_server text, p_statement text, p_what text
+)
 RETURNS boolean
 LANGUAGE sql
 AS $$
