@@ -65,12 +65,14 @@ def register_server(w, remote: Remote, name: str = "b", password: str | None = N
 
 @pytest.fixture
 def far(make_world, remote, uid):
-    """A world whose data table `far` is on server b: roles emea and us mapped there (viewer
-    keys u/alice and u/bob), default emea-or-viewer, and the orders table under RLS."""
+    """A world whose data table `far` is on server b, in a database named as the world's
+    local one (main's): roles emea and us mapped there (viewer keys u/alice and u/bob), no
+    default, and the orders table under RLS."""
     w = make_world(users={"alice": [], "bob": [], "publisher": []},
                    tenants={"emea": ["u/alice"], "us": ["u/bob"]})
     register_server(w, remote)
-    admin, admin_pw, dbname = f"{uid}_badmin", secrets.token_urlsafe(24), f"{uid}_far"
+    # The database there has the name of the world's local one: two databases, two logins.
+    admin, admin_pw, dbname = f"{uid}_badmin", secrets.token_urlsafe(24), w.dbname
     with remote.su() as c:
         c.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
             sql.Identifier(admin), sql.Literal(scram_sha256_verifier(admin_pw))))
@@ -145,6 +147,8 @@ def test_a_viewer_gets_their_rows_on_the_other_server(far, remote):
     # The login exists there only, holding exactly its role, and not here.
     assert remote.role(alice[1]) == {"login": True, "member_of": [w.roles["emea"]]}
     assert w.call("SELECT count(*) FROM pg_roles WHERE rolname = %s", [alice[1]]) == [(0,)]
+    # main, on local, has a database of the same name: alice's login there is another.
+    assert w.resolve(w.job("alice", "u/alice"), "main", w.roles["emea"]).login != alice[1]
     # The catalog roles were made there as NOLOGIN roles.
     assert remote.role(w.roles["emea"]) == {"login": False, "member_of": []}
 

@@ -369,6 +369,12 @@ BEGIN
     IF entry.governing_id IS NOT NULL THEN
         SELECT g.* INTO entry FROM datatable_roles.datatable AS g WHERE g.id = entry.governing_id;
     END IF;
+    IF entry.server <> 'local' THEN
+        RAISE EXCEPTION 'the grants editor does not reach data table %/% on server % yet',
+            entry.workspace, entry.name, entry.server
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Grant in that database as its admin login (docs/servers.md).';
+    END IF;
     RETURN entry;
 END;
 $$;
@@ -1530,12 +1536,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.database_grants_of(p_role text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.database_key(p_server text, p_dbname text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN p_server = 'local' THEN p_dbname ELSE p_server || '/' || p_dbname END
+$$;
+
+ALTER FUNCTION datatable_roles.database_key(p_server text, p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.databases_holding(p_login text) RETURNS TABLE(datname text, admin_login text)
     LANGUAGE sql STABLE
     AS $$
     SELECT pd.datname::text, (
         SELECT d.admin_login FROM datatable_roles.datatable AS d
-        WHERE d.dbname = pd.datname ORDER BY d.id LIMIT 1
+        WHERE d.dbname = pd.datname AND d.server = 'local' ORDER BY d.id LIMIT 1
     )
     FROM pg_catalog.pg_database AS pd
     WHERE pd.oid IN (
@@ -1646,7 +1660,8 @@ BEGIN
             SELECT s.ids, s.names, l.kind, l.login, l.password
             INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password
             FROM datatable_roles.roles_of(ids) AS s
-            CROSS JOIN LATERAL datatable_roles.login_of_roles(h.dbname, s.ids) AS l;
+            CROSS JOIN LATERAL datatable_roles.login_of_roles(
+                datatable_roles.database_key(h.server, h.dbname), s.ids) AS l;
         END IF;
     END IF;
     RETURN result;
@@ -2002,7 +2017,7 @@ $_$;
 
 ALTER FUNCTION datatable_roles.ensure_role_on_server(p_server text, p_role_id bigint) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) RETURNS record
+CREATE FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], p_server text DEFAULT 'local'::text, OUT login text, OUT password text) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
@@ -2010,9 +2025,9 @@ DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
     made record;
-    login_server text;
 BEGIN
-    login := datatable_roles.set_login_name(p_dbname, p_role_ids);
+    login := datatable_roles.set_login_name(datatable_roles.database_key(p_server, p_dbname),
+        p_role_ids);
     SELECT u.password INTO password FROM datatable_roles.usable_set_login(login) AS u;
     IF password IS NOT NULL THEN
         RETURN;
@@ -2021,7 +2036,7 @@ BEGIN
     -- taken out of the map since is seen here, and the resolve fails with a
     -- clear error; one being so now waits for this commit and then retires
     -- the login made here (lock_roles_still_usable).
-    IF NOT datatable_roles.lock_roles_still_usable(p_dbname, p_role_ids) THEN
+    IF NOT datatable_roles.lock_roles_still_usable(p_dbname, p_role_ids, p_server) THEN
         RAISE EXCEPTION 'a role of login % was disabled, dropped or taken out of the map while resolving; retry',
             login
             USING ERRCODE = 'serialization_failure';
@@ -2041,13 +2056,12 @@ BEGIN
         password := live.password;
         RETURN;
     END IF;
-    login_server := datatable_roles.server_of_database(p_dbname);
-    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids, login_server) AS m;
+    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids, p_server) AS m;
     INSERT INTO datatable_roles.datatable_role_set AS s (
         login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at, server
     )
     VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts,
-        login_server)
+        p_server)
     ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
     SET role_ids = excluded.role_ids, dbname = excluded.dbname, password = excluded.password,
         verifier = excluded.verifier, last_used_at = excluded.last_used_at,
@@ -2057,7 +2071,7 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], p_server text, OUT login text, OUT password text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname text, p_login text, p_password text, p_statement text) RETURNS void
     LANGUAGE plpgsql
@@ -2320,10 +2334,11 @@ BEGIN
     ) THEN
         RETURN 'gone';
     END IF;
-    IF datatable_roles.login_fails(row_now.dbname, row_now.login, row_now.password) IS NULL THEN
+    IF datatable_roles.login_fails_on(row_now.server, row_now.dbname, row_now.login,
+        row_now.password) IS NULL THEN
         RETURN 'works';
     END IF;
-    PERFORM datatable_roles.require_link_reaches(row_now.dbname);
+    PERFORM datatable_roles.require_reaches(row_now.server, row_now.dbname);
     PERFORM datatable_roles.rekey_set_login(row_now);
     RETURN 'healed';
 END;
@@ -2374,7 +2389,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.identity_in(p_workspace text, p_own_workspace text, p_own_admin boolean, p_own_keys text[], p_email text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) RETURNS SETOF boolean
+CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone, p_server text DEFAULT 'local'::text) RETURNS SETOF boolean
     LANGUAGE sql STABLE ROWS 1
     AS $$
     SELECT true
@@ -2383,12 +2398,12 @@ CREATE FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time 
         WHERE NOT EXISTS (
             SELECT FROM datatable_roles.datatable_role AS m
             JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-            WHERE m.role_id = i.id AND d.dbname = p_dbname
+            WHERE m.role_id = i.id AND d.dbname = p_dbname AND d.server = p_server
         )
     )))
 $$;
 
-ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone, p_server text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) RETURNS text
     LANGUAGE plpgsql
@@ -2496,13 +2511,8 @@ ALTER FUNCTION datatable_roles.link_login() OWNER TO dtr_owner;
 CREATE FUNCTION datatable_roles.link_login_fails(p_dbname text) RETURNS text
     LANGUAGE sql
     AS $$
-    SELECT CASE WHEN sv.host IS NULL
-        THEN datatable_roles.login_fails(p_dbname, c.login, c.password)
-        ELSE datatable_roles.login_fails_on(sv.name, p_dbname, sv.manager_login, sv.manager_password)
-        END
+    SELECT datatable_roles.login_fails(p_dbname, c.login, c.password)
     FROM datatable_roles.link_credential AS c
-    CROSS JOIN datatable_roles.server AS sv
-    WHERE sv.name = datatable_roles.server_of_database(p_dbname)
 $$;
 
 ALTER FUNCTION datatable_roles.link_login_fails(p_dbname text) OWNER TO dtr_owner;
@@ -2543,7 +2553,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.lock_database_access(p_dbname text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[]) RETURNS boolean
+CREATE FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[], p_server text DEFAULT 'local'::text) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
@@ -2554,7 +2564,7 @@ DECLARE
     mapped_ids bigint [] := ARRAY(
         SELECT m.role_id FROM datatable_roles.datatable_role AS m
         JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-        WHERE m.role_id = ANY(p_role_ids) AND d.dbname = p_dbname
+        WHERE m.role_id = ANY(p_role_ids) AND d.dbname = p_dbname AND d.server = p_server
         ORDER BY m.role_id, m.datatable_id FOR KEY SHARE OF m);
 BEGIN
     RETURN cardinality(enabled_ids) = cardinality(p_role_ids)
@@ -2562,7 +2572,7 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[]) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[], p_server text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.lock_set_login(p_login text) RETURNS void
     LANGUAGE sql
@@ -2577,8 +2587,7 @@ CREATE FUNCTION datatable_roles.login_fails(p_dbname text, p_login text, p_passw
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    RETURN datatable_roles.login_fails_on(
-        datatable_roles.server_of_database(p_dbname), p_dbname, p_login, p_password);
+    RETURN datatable_roles.login_fails_on('local', p_dbname, p_login, p_password);
 END;
 $$;
 
@@ -3010,7 +3019,7 @@ CREATE FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) RETUR
         AND EXISTS (
             SELECT FROM datatable_roles.datatable_role AS m
             JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-            WHERE m.role_id = r.id AND d.dbname = p_dbname
+            WHERE m.role_id = r.id AND d.dbname = p_dbname AND d.server = s.server
         )
         AND EXISTS (SELECT FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = r.name)
 $$;
@@ -3496,6 +3505,30 @@ $$;
 
 ALTER FUNCTION datatable_roles.require_own_directory() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.require_reaches(p_server text, p_dbname text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
+    why text;
+BEGIN
+    IF sv.host IS NULL THEN
+        PERFORM datatable_roles.require_link_reaches(p_dbname);
+        RETURN;
+    END IF;
+    why := datatable_roles.login_fails_on(p_server, p_dbname, sv.manager_login, sv.manager_password);
+    IF why IS NOT NULL THEN
+        RAISE EXCEPTION 'database % on server % cannot be reached by the package now',
+            quote_ident(p_dbname), p_server
+            USING ERRCODE = 'sqlclient_unable_to_establish_sqlconnection', DETAIL = why,
+                  HINT = 'Nothing was changed; try again when the database takes connections.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.require_reaches(p_server text, p_dbname text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.require_role(p_name text) RETURNS datatable_roles.catalog_role
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3662,7 +3695,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_dbname text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) RETURNS integer
+CREATE FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text, p_server text DEFAULT 'local'::text) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
@@ -3676,7 +3709,7 @@ BEGIN
     FOR retired, on_server IN
         SELECT s.login, s.server FROM datatable_roles.datatable_role_set AS s
         WHERE s.role_ids @> array[p_role_id]
-            AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname)
+            AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname AND s.server = p_server)
         ORDER BY s.login
     LOOP
         PERFORM datatable_roles.lock_set_login(retired);
@@ -3716,7 +3749,7 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text, p_server text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.retire_statement(p_login text) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -3928,17 +3961,6 @@ $$;
 
 ALTER FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.server_of_database(p_dbname text) RETURNS text
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT coalesce((
-        SELECT d.server FROM datatable_roles.datatable AS d
-        WHERE d.dbname = p_dbname ORDER BY d.id LIMIT 1
-    ), 'local')
-$$;
-
-ALTER FUNCTION datatable_roles.server_of_database(p_dbname text) OWNER TO dtr_owner;
-
 CREATE FUNCTION datatable_roles.server_role_marker(p_role_id bigint) RETURNS text
     LANGUAGE sql STABLE
     AS $$
@@ -4104,7 +4126,7 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
                 'admin_login', d.admin_login,
                 'admin_password_ok', CASE WHEN d.admin_password IS NOT NULL
-                    THEN datatable_roles.login_fails(d.dbname, d.admin_login, d.admin_password)
+                    THEN datatable_roles.login_fails_on(d.server, d.dbname, d.admin_login, d.admin_password)
                         IS NULL END,
                 'default_role', nullif(d.default_role, datatable_roles.no_default()),
                 'default_is_admin', d.default_role = 'admin',
@@ -4142,12 +4164,15 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 'active', s.password <> '',
                 'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login),
                 'database', s.dbname,
+                'server', s.server,
                 'rotated_at', s.rotated_at,
-                'intact', s.password <> ''
+                -- On another server not read (NULL): the sweep rotates it.
+                'intact', CASE WHEN s.server = 'local' THEN s.password <> ''
                     AND EXISTS (
-                        SELECT FROM datatable_roles.login_intact(s.login, s.dbname)),
+                        SELECT FROM datatable_roles.login_intact(s.login, s.dbname)) END,
                 'stale', EXISTS (SELECT FROM datatable_roles.is_sweepable(s.last_used_at,
-                    s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null))))
+                    s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null),
+                    s.server)))
                 ORDER BY s.last_used_at DESC, s.login)
             FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
     FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)
@@ -4169,7 +4194,7 @@ CREATE FUNCTION datatable_roles.sweep_candidates_at(p_cutoff timestamp with time
     SELECT s.login
     FROM datatable_roles.datatable_role_set AS s
     WHERE EXISTS (SELECT FROM datatable_roles.is_sweepable(
-        s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
+        s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff, s.server))
     ORDER BY s.login
 $$;
 
@@ -4375,7 +4400,7 @@ BEGIN
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
         AND EXISTS (SELECT FROM datatable_roles.is_sweepable(
-            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
+            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff, s.server))
     RETURNING s.server INTO on_server;
     IF NOT FOUND THEN
         RETURN false;
@@ -5233,11 +5258,12 @@ BEGIN
             quote_ident(left(heal_refused_login.login, 80))
             USING ERRCODE = 'undefined_object';
     END IF;
-    why := datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password);
+    why := datatable_roles.login_fails_on(entry.server, entry.dbname, entry.admin_login,
+        entry.admin_password);
     IF why IS NULL THEN
         RETURN 'works';
     END IF;
-    PERFORM datatable_roles.require_link_reaches(entry.dbname);
+    PERFORM datatable_roles.require_reaches(entry.server, entry.dbname);
     IF datatable_roles.wrong_password(why) THEN
         PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
             entry.admin_login);
@@ -5500,16 +5526,6 @@ BEGIN
             quote_literal(register_datatable.name), quote_literal(ws)
             USING ERRCODE = 'duplicate_object';
     END IF;
-    IF EXISTS (
-        SELECT FROM datatable_roles.datatable AS d
-        WHERE d.dbname = register_datatable.dbname AND d.server <> on_server.name
-    ) OR on_server.name <> 'local' AND EXISTS (
-        SELECT FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname
-    ) THEN
-        RAISE EXCEPTION 'database name % is already used on another server', quote_literal(register_datatable.dbname)
-            USING ERRCODE = 'duplicate_object',
-                  HINT = 'A database name is registered on one server only (this cluster''s databases included): rename one of them.';
-    END IF;
     IF on_server.name <> 'local' THEN
         PERFORM datatable_roles.take_remote_admin_login(on_server.name, register_datatable.dbname,
             register_datatable.admin_login, register_datatable.admin_password);
@@ -5648,9 +5664,9 @@ BEGIN
     IF NOT EXISTS (
         SELECT FROM datatable_roles.datatable_role AS m
         JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-        WHERE m.role_id = target.id AND d.dbname = entry.dbname
+        WHERE m.role_id = target.id AND d.dbname = entry.dbname AND d.server = entry.server
     ) THEN
-        PERFORM datatable_roles.retire_logins_holding(target.id, entry.dbname);
+        PERFORM datatable_roles.retire_logins_holding(target.id, entry.dbname, entry.server);
     END IF;
 END;
 $$;
@@ -5771,7 +5787,7 @@ BEGIN
     IF password IS NULL THEN
         -- A set login to touch, make or take back.
         SELECT s.login, s.password INTO login, password
-        FROM datatable_roles.ensure_set_login(d.dbname, d.role_ids) AS s;
+        FROM datatable_roles.ensure_set_login(d.dbname, d.role_ids, d.server) AS s;
     END IF;
 END;
 $$;
@@ -6548,6 +6564,8 @@ REVOKE ALL ON FUNCTION datatable_roles.conninfo_value(p_value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.database_grants_of(p_role text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.database_key(p_server text, p_dbname text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.databases_holding(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.decide(p_job_id uuid, p_datatable text, p_role text, p_for_migration boolean, p_trace boolean) FROM PUBLIC;
@@ -6588,7 +6606,7 @@ REVOKE ALL ON FUNCTION datatable_roles.ensure_login_keeper(p_login text) FROM PU
 
 REVOKE ALL ON FUNCTION datatable_roles.ensure_role_on_server(p_server text, p_role_id bigint) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], OUT login text, OUT password text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.ensure_set_login(p_dbname text, p_role_ids bigint[], p_server text, OUT login text, OUT password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname text, p_login text, p_password text, p_statement text) FROM PUBLIC;
 
@@ -6624,7 +6642,7 @@ REVOKE ALL ON FUNCTION datatable_roles.hmac_sha256(p_key bytea, p_message bytea)
 
 REVOKE ALL ON FUNCTION datatable_roles.identity_in(p_workspace text, p_own_workspace text, p_own_admin boolean, p_own_keys text[], p_email text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp with time zone, p_password text, p_dbname text, p_role_ids bigint[], p_cutoff timestamp with time zone, p_server text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) FROM PUBLIC;
 
@@ -6642,7 +6660,7 @@ REVOKE ALL ON FUNCTION datatable_roles.live_set_login(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.lock_database_access(p_dbname text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.lock_roles_still_usable(p_dbname text, p_role_ids bigint[], p_server text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.lock_set_login(p_login text) FROM PUBLIC;
 
@@ -6730,6 +6748,8 @@ REVOKE ALL ON FUNCTION datatable_roles.require_member(p_workspace text, p_userna
 
 REVOKE ALL ON FUNCTION datatable_roles.require_own_directory() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.require_reaches(p_server text, p_dbname text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.require_role(p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.require_server(p_name text) FROM PUBLIC;
@@ -6742,7 +6762,7 @@ REVOKE ALL ON FUNCTION datatable_roles.reset_memberships(p_login text, p_wanted 
 
 REVOKE ALL ON FUNCTION datatable_roles.reset_settings_as_login(p_login text, p_dbname text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text, p_server text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.retire_statement(p_login text) FROM PUBLIC;
 
@@ -6761,8 +6781,6 @@ REVOKE ALL ON FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname t
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_login text, p_password text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION datatable_roles.server_of_database(p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.server_role_marker(p_role_id bigint) FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: c0cf813b1210fdb1994aa38d8f3ecd306002801d3c9424c1a4f213053e5aa1a8
+-- functions: ebc7ecf176990c3310c626814dcb059fd02bc25bf6980e339a7ec074c7f0036f
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the
@@ -73,3 +73,8 @@ DROP FUNCTION IF EXISTS datatable_roles.decide_entry(uuid, text);
 ALTER TYPE datatable_roles.decision ADD ATTRIBUTE server text;
 DROP FUNCTION IF EXISTS public.resolve_datatable_role(uuid, text, text, boolean);
 DROP FUNCTION IF EXISTS datatable_roles.make_login(text, text, bigint[]);
+-- These take the server too (a database is named by server and name).
+DROP FUNCTION IF EXISTS datatable_roles.ensure_set_login(text, bigint[]);
+DROP FUNCTION IF EXISTS datatable_roles.lock_roles_still_usable(text, bigint[]);
+DROP FUNCTION IF EXISTS datatable_roles.retire_logins_holding(bigint, text);
+DROP FUNCTION IF EXISTS datatable_roles.is_sweepable(timestamptz, text, text, bigint[], timestamptz);

@@ -159,7 +159,7 @@ BEGIN
     IF password IS NULL THEN
         -- A set login to touch, make or take back.
         SELECT s.login, s.password INTO login, password
-        FROM datatable_roles.ensure_set_login(d.dbname, d.role_ids) AS s;
+        FROM datatable_roles.ensure_set_login(d.dbname, d.role_ids, d.server) AS s;
     END IF;
 END;
 $$;
@@ -349,11 +349,12 @@ BEGIN
             quote_ident(left(heal_refused_login.login, 80))
             USING ERRCODE = 'undefined_object';
     END IF;
-    why := datatable_roles.login_fails(entry.dbname, entry.admin_login, entry.admin_password);
+    why := datatable_roles.login_fails_on(entry.server, entry.dbname, entry.admin_login,
+        entry.admin_password);
     IF why IS NULL THEN
         RETURN 'works';
     END IF;
-    PERFORM datatable_roles.require_link_reaches(entry.dbname);
+    PERFORM datatable_roles.require_reaches(entry.server, entry.dbname);
     IF datatable_roles.wrong_password(why) THEN
         PERFORM datatable_roles.refuse_admin_password(format('%s/%s', entry.workspace, entry.name),
             entry.admin_login);

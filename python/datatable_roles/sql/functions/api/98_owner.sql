@@ -219,9 +219,7 @@ $$;
 -- CONNECT is revoked from PUBLIC on the database; the default role starts as
 -- admin. Returns its id. On another server (register_datatable_server), the
 -- checks run there as the admin login (take_remote_admin_login), whose
--- password is tried but not set again. A database name is registered on one
--- server only, and one on another server must not name a database of this
--- cluster (42710): logins are keyed by it (docs/servers.md).
+-- password is tried but not set again (docs/servers.md).
 CREATE OR REPLACE FUNCTION public.register_datatable(
     workspace text, name text, dbname text, admin_login text, admin_password text,
     server text DEFAULT 'local'
@@ -251,16 +249,6 @@ BEGIN
         RAISE EXCEPTION 'data table % already exists in workspace %',
             quote_literal(register_datatable.name), quote_literal(ws)
             USING ERRCODE = 'duplicate_object';
-    END IF;
-    IF EXISTS (
-        SELECT FROM datatable_roles.datatable AS d
-        WHERE d.dbname = register_datatable.dbname AND d.server <> on_server.name
-    ) OR on_server.name <> 'local' AND EXISTS (
-        SELECT FROM pg_database AS pd WHERE pd.datname = register_datatable.dbname
-    ) THEN
-        RAISE EXCEPTION 'database name % is already used on another server', quote_literal(register_datatable.dbname)
-            USING ERRCODE = 'duplicate_object',
-                  HINT = 'A database name is registered on one server only (this cluster''s databases included): rename one of them.';
     END IF;
     IF on_server.name <> 'local' THEN
         PERFORM datatable_roles.take_remote_admin_login(on_server.name, register_datatable.dbname,
@@ -510,9 +498,9 @@ BEGIN
     IF NOT EXISTS (
         SELECT FROM datatable_roles.datatable_role AS m
         JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-        WHERE m.role_id = target.id AND d.dbname = entry.dbname
+        WHERE m.role_id = target.id AND d.dbname = entry.dbname AND d.server = entry.server
     ) THEN
-        PERFORM datatable_roles.retire_logins_holding(target.id, entry.dbname);
+        PERFORM datatable_roles.retire_logins_holding(target.id, entry.dbname, entry.server);
     END IF;
 END;
 $$;
@@ -756,7 +744,7 @@ AS $$
                 'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
                 'admin_login', d.admin_login,
                 'admin_password_ok', CASE WHEN d.admin_password IS NOT NULL
-                    THEN datatable_roles.login_fails(d.dbname, d.admin_login, d.admin_password)
+                    THEN datatable_roles.login_fails_on(d.server, d.dbname, d.admin_login, d.admin_password)
                         IS NULL END,
                 'default_role', nullif(d.default_role, datatable_roles.no_default()),
                 'default_is_admin', d.default_role = 'admin',
@@ -794,12 +782,15 @@ AS $$
                 'active', s.password <> '',
                 'login_exists', EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = s.login),
                 'database', s.dbname,
+                'server', s.server,
                 'rotated_at', s.rotated_at,
-                'intact', s.password <> ''
+                -- On another server not read (NULL): the sweep rotates it.
+                'intact', CASE WHEN s.server = 'local' THEN s.password <> ''
                     AND EXISTS (
-                        SELECT FROM datatable_roles.login_intact(s.login, s.dbname)),
+                        SELECT FROM datatable_roles.login_intact(s.login, s.dbname)) END,
                 'stale', EXISTS (SELECT FROM datatable_roles.is_sweepable(s.last_used_at,
-                    s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null))))
+                    s.password, s.dbname, s.role_ids, datatable_roles.sweep_cutoff(null),
+                    s.server)))
                 ORDER BY s.last_used_at DESC, s.login)
             FROM datatable_roles.datatable_role_set AS s), '[]'::jsonb))
     FROM datatable_roles.settings AS st, datatable_roles.clock_now() AS c (now)

@@ -94,7 +94,7 @@ BEGIN
 END;
 $$;
 
--- Retires every login holding the role (on p_dbname only, when given): its
+-- Retires every login holding the role (on p_dbname of p_server only, when given): its
 -- row loses the password and the login loses LOGIN in the same transaction,
 -- then its sessions end. The next resolve of such a set, if the role is
 -- usable there again, takes the login back with a new password. Returns
@@ -108,7 +108,9 @@ $$;
 -- re-keying it (concurrent ALTER ROLE) while it is retired. Rows whose
 -- password is already empty are looked at too: such a login may have been
 -- given LOGIN again by a resolve that committed meanwhile.
-CREATE OR REPLACE FUNCTION datatable_roles.retire_logins_holding(p_role_id bigint, p_dbname text)
+CREATE OR REPLACE FUNCTION datatable_roles.retire_logins_holding(
+    p_role_id bigint, p_dbname text, p_server text DEFAULT 'local'
+)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -123,7 +125,7 @@ BEGIN
     FOR retired, on_server IN
         SELECT s.login, s.server FROM datatable_roles.datatable_role_set AS s
         WHERE s.role_ids @> array[p_role_id]
-            AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname)
+            AND (p_dbname IS NULL OR s.dbname IS NOT DISTINCT FROM p_dbname AND s.server = p_server)
         ORDER BY s.login
     LOOP
         PERFORM datatable_roles.lock_set_login(retired);

@@ -10,6 +10,9 @@
 -- sorted and distinct (as roles_of gives them): a scalar SQL function with
 -- no subquery, so that the planner inlines it as an expression (no plan
 -- node). set_login_of sorts any ids first; set_login_name returns its value.
+-- The database is named by its key (database_key): on another server the
+-- server's name and the database's, so that equal names on two servers make
+-- two logins.
 CREATE OR REPLACE FUNCTION datatable_roles.set_login_named(
     p_instance_id uuid, p_dbname text, p_sorted_ids bigint[]
 )
@@ -20,6 +23,16 @@ AS $$
         p_instance_id::text || ':' || p_dbname || ':' || nullif(array_to_string(p_sorted_ids, ','), ''),
         'UTF8'
     )), 'hex'), 40)
+$$;
+
+-- A database's key in login names: its name on local (so that logins made
+-- before servers keep theirs), '<server>/<name>' elsewhere ('/' is in no
+-- database or server name the package accepts).
+CREATE OR REPLACE FUNCTION datatable_roles.database_key(p_server text, p_dbname text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN p_server = 'local' THEN p_dbname ELSE p_server || '/' || p_dbname END
 $$;
 
 CREATE OR REPLACE FUNCTION datatable_roles.set_login_of(p_dbname text, p_role_ids bigint[])
@@ -73,7 +86,7 @@ $$;
 -- or removal either committed before (seen here) or waits for this
 -- transaction and then retires the login it made.
 CREATE OR REPLACE FUNCTION datatable_roles.lock_roles_still_usable(
-    p_dbname text, p_role_ids bigint[]
+    p_dbname text, p_role_ids bigint[], p_server text DEFAULT 'local'
 )
 RETURNS boolean
 LANGUAGE plpgsql
@@ -86,7 +99,7 @@ DECLARE
     mapped_ids bigint [] := ARRAY(
         SELECT m.role_id FROM datatable_roles.datatable_role AS m
         JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-        WHERE m.role_id = ANY(p_role_ids) AND d.dbname = p_dbname
+        WHERE m.role_id = ANY(p_role_ids) AND d.dbname = p_dbname AND d.server = p_server
         ORDER BY m.role_id, m.datatable_id FOR KEY SHARE OF m);
 BEGIN
     RETURN cardinality(enabled_ids) = cardinality(p_role_ids)
@@ -568,7 +581,8 @@ $$;
 -- taken back (healed) with a new password, under the login's lock, in the
 -- same transaction as its row.
 CREATE OR REPLACE FUNCTION datatable_roles.ensure_set_login(
-    p_dbname text, p_role_ids bigint[], OUT login text, OUT password text
+    p_dbname text, p_role_ids bigint[], p_server text DEFAULT 'local',
+    OUT login text, OUT password text
 )
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -577,9 +591,9 @@ DECLARE
     now_ts timestamptz := (SELECT datatable_roles.clock_now());
     live record;
     made record;
-    login_server text;
 BEGIN
-    login := datatable_roles.set_login_name(p_dbname, p_role_ids);
+    login := datatable_roles.set_login_name(datatable_roles.database_key(p_server, p_dbname),
+        p_role_ids);
     SELECT u.password INTO password FROM datatable_roles.usable_set_login(login) AS u;
     IF password IS NOT NULL THEN
         RETURN;
@@ -588,7 +602,7 @@ BEGIN
     -- taken out of the map since is seen here, and the resolve fails with a
     -- clear error; one being so now waits for this commit and then retires
     -- the login made here (lock_roles_still_usable).
-    IF NOT datatable_roles.lock_roles_still_usable(p_dbname, p_role_ids) THEN
+    IF NOT datatable_roles.lock_roles_still_usable(p_dbname, p_role_ids, p_server) THEN
         RAISE EXCEPTION 'a role of login % was disabled, dropped or taken out of the map while resolving; retry',
             login
             USING ERRCODE = 'serialization_failure';
@@ -608,13 +622,12 @@ BEGIN
         password := live.password;
         RETURN;
     END IF;
-    login_server := datatable_roles.server_of_database(p_dbname);
-    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids, login_server) AS m;
+    SELECT m.* INTO made FROM datatable_roles.make_login(login, p_dbname, p_role_ids, p_server) AS m;
     INSERT INTO datatable_roles.datatable_role_set AS s (
         login, role_ids, dbname, password, verifier, created_at, last_used_at, rotated_at, server
     )
     VALUES (login, p_role_ids, p_dbname, made.password, made.verifier, now_ts, now_ts, now_ts,
-        login_server)
+        p_server)
     ON CONFLICT ON CONSTRAINT datatable_role_set_pkey DO UPDATE
     SET role_ids = excluded.role_ids, dbname = excluded.dbname, password = excluded.password,
         verifier = excluded.verifier, last_used_at = excluded.last_used_at,

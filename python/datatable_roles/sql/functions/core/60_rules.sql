@@ -325,7 +325,8 @@ BEGIN
             SELECT s.ids, s.names, l.kind, l.login, l.password
             INTO result.role_ids, result.role_names, result.login_kind, result.login, result.password
             FROM datatable_roles.roles_of(ids) AS s
-            CROSS JOIN LATERAL datatable_roles.login_of_roles(h.dbname, s.ids) AS l;
+            CROSS JOIN LATERAL datatable_roles.login_of_roles(
+                datatable_roles.database_key(h.server, h.dbname), s.ids) AS l;
         END IF;
     END IF;
     RETURN result;

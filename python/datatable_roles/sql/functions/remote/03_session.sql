@@ -133,7 +133,7 @@ $$;
 
 -- A login attempt: NULL when p_login authenticates with p_password and may
 -- connect to p_dbname, else libpq's reason (which never holds the password).
--- On the server the database is on (login_fails_on, 04_servers.sql).
+-- On this cluster; login_fails_on (04_servers.sql) on any server.
 CREATE OR REPLACE FUNCTION datatable_roles.login_fails(
     p_dbname text, p_login text, p_password text
 )
@@ -142,7 +142,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
-    RETURN datatable_roles.login_fails_on(
-        datatable_roles.server_of_database(p_dbname), p_dbname, p_login, p_password);
+    RETURN datatable_roles.login_fails_on('local', p_dbname, p_login, p_password);
 END;
 $$;

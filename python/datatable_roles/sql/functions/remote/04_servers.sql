@@ -26,19 +26,6 @@ BEGIN
 END;
 $$;
 
--- The server of a data table database. A database name is registered on
--- one server only (register_datatable): the name keys the logins, as it
--- did when there was one server.
-CREATE OR REPLACE FUNCTION datatable_roles.server_of_database(p_dbname text)
-RETURNS text
-LANGUAGE sql STABLE
-AS $$
-    SELECT coalesce((
-        SELECT d.server FROM datatable_roles.datatable AS d
-        WHERE d.dbname = p_dbname ORDER BY d.id LIMIT 1
-    ), 'local')
-$$;
-
 -- The connection string of a session on a server (local: conninfo_for).
 -- Each value quoted as libpq does; the password goes to dblink_connect as an
 -- argument, never into statement text.
@@ -83,6 +70,32 @@ EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
     OR invalid_authorization_specification THEN
     GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL;
     RETURN coalesce(nullif(btrim(why, E' \n'), ''), SQLERRM);
+END;
+$$;
+
+-- Before acting on a refusal in p_dbname on a server: the package itself
+-- must still get in there (the link login here, the manager elsewhere),
+-- else 08001 with libpq's reason and nothing changes (require_link_reaches).
+CREATE OR REPLACE FUNCTION datatable_roles.require_reaches(p_server text, p_dbname text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
+    why text;
+BEGIN
+    IF sv.host IS NULL THEN
+        PERFORM datatable_roles.require_link_reaches(p_dbname);
+        RETURN;
+    END IF;
+    why := datatable_roles.login_fails_on(p_server, p_dbname, sv.manager_login, sv.manager_password);
+    IF why IS NOT NULL THEN
+        RAISE EXCEPTION 'database % on server % cannot be reached by the package now',
+            quote_ident(p_dbname), p_server
+            USING ERRCODE = 'sqlclient_unable_to_establish_sqlconnection', DETAIL = why,
+                  HINT = 'Nothing was changed; try again when the database takes connections.';
+    END IF;
 END;
 $$;
 

@@ -51,19 +51,13 @@ BEGIN
 END;
 $$;
 
--- A login attempt as the link login into p_dbname (login_fails); on
--- another server, which has no link login, as its manager.
+-- A login attempt as the link login into p_dbname (login_fails).
 CREATE OR REPLACE FUNCTION datatable_roles.link_login_fails(p_dbname text)
 RETURNS text
 LANGUAGE sql
 AS $$
-    SELECT CASE WHEN sv.host IS NULL
-        THEN datatable_roles.login_fails(p_dbname, c.login, c.password)
-        ELSE datatable_roles.login_fails_on(sv.name, p_dbname, sv.manager_login, sv.manager_password)
-        END
+    SELECT datatable_roles.login_fails(p_dbname, c.login, c.password)
     FROM datatable_roles.link_credential AS c
-    CROSS JOIN datatable_roles.server AS sv
-    WHERE sv.name = datatable_roles.server_of_database(p_dbname)
 $$;
 
 -- A login refused in p_dbname is refused for itself only when the link

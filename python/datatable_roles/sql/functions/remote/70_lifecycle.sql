@@ -12,7 +12,7 @@ LANGUAGE sql STABLE
 AS $$
     SELECT pd.datname::text, (
         SELECT d.admin_login FROM datatable_roles.datatable AS d
-        WHERE d.dbname = pd.datname ORDER BY d.id LIMIT 1
+        WHERE d.dbname = pd.datname AND d.server = 'local' ORDER BY d.id LIMIT 1
     )
     FROM pg_catalog.pg_database AS pd
     WHERE pd.oid IN (
@@ -78,7 +78,7 @@ AS $$
         AND EXISTS (
             SELECT FROM datatable_roles.datatable_role AS m
             JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-            WHERE m.role_id = r.id AND d.dbname = p_dbname
+            WHERE m.role_id = r.id AND d.dbname = p_dbname AND d.server = s.server
         )
         AND EXISTS (SELECT FROM pg_catalog.pg_roles AS pr WHERE pr.rolname = r.name)
 $$;
@@ -144,7 +144,7 @@ $$;
 -- planned once per login.
 CREATE OR REPLACE FUNCTION datatable_roles.is_sweepable(
     p_last_used_at timestamptz, p_password text, p_dbname text, p_role_ids bigint[],
-    p_cutoff timestamptz
+    p_cutoff timestamptz, p_server text DEFAULT 'local'
 )
 RETURNS SETOF boolean
 LANGUAGE sql STABLE ROWS 1
@@ -155,7 +155,7 @@ AS $$
         WHERE NOT EXISTS (
             SELECT FROM datatable_roles.datatable_role AS m
             JOIN datatable_roles.datatable AS d ON d.id = m.datatable_id
-            WHERE m.role_id = i.id AND d.dbname = p_dbname
+            WHERE m.role_id = i.id AND d.dbname = p_dbname AND d.server = p_server
         )
     )))
 $$;
@@ -178,7 +178,7 @@ AS $$
     SELECT s.login
     FROM datatable_roles.datatable_role_set AS s
     WHERE EXISTS (SELECT FROM datatable_roles.is_sweepable(
-        s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
+        s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff, s.server))
     ORDER BY s.login
 $$;
 
@@ -197,7 +197,7 @@ BEGIN
     UPDATE datatable_roles.datatable_role_set AS s SET password = ''
     WHERE s.login = p_login
         AND EXISTS (SELECT FROM datatable_roles.is_sweepable(
-            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff))
+            s.last_used_at, s.password, s.dbname, s.role_ids, p_cutoff, s.server))
     RETURNING s.server INTO on_server;
     IF NOT FOUND THEN
         RETURN false;
@@ -478,10 +478,11 @@ BEGIN
     ) THEN
         RETURN 'gone';
     END IF;
-    IF datatable_roles.login_fails(row_now.dbname, row_now.login, row_now.password) IS NULL THEN
+    IF datatable_roles.login_fails_on(row_now.server, row_now.dbname, row_now.login,
+        row_now.password) IS NULL THEN
         RETURN 'works';
     END IF;
-    PERFORM datatable_roles.require_link_reaches(row_now.dbname);
+    PERFORM datatable_roles.require_reaches(row_now.server, row_now.dbname);
     PERFORM datatable_roles.rekey_set_login(row_now);
     RETURN 'healed';
 END;

@@ -15,7 +15,9 @@
 -- only as a literal, and written into a statement only through %I.
 
 -- The governing entry of workspace/datatable (a reference acts on the data
--- table it refers to), or P0002.
+-- table it refers to), or P0002. One on another server is refused (0A000):
+-- the editor reads and writes through this cluster's link login, which other
+-- servers do not have (docs/servers.md).
 CREATE OR REPLACE FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text)
 RETURNS datatable_roles.datatable
 LANGUAGE plpgsql STABLE
@@ -26,6 +28,12 @@ DECLARE
 BEGIN
     IF entry.governing_id IS NOT NULL THEN
         SELECT g.* INTO entry FROM datatable_roles.datatable AS g WHERE g.id = entry.governing_id;
+    END IF;
+    IF entry.server <> 'local' THEN
+        RAISE EXCEPTION 'the grants editor does not reach data table %/% on server % yet',
+            entry.workspace, entry.name, entry.server
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Grant in that database as its admin login (docs/servers.md).';
     END IF;
     RETURN entry;
 END;
