@@ -77,4 +77,6 @@ DROP FUNCTION IF EXISTS datatable_roles.make_login(text, text, bigint[]);
 DROP FUNCTION IF EXISTS datatable_roles.ensure_set_login(text, bigint[]);
 DROP FUNCTION IF EXISTS datatable_roles.lock_roles_still_usable(text, bigint[]);
 DROP FUNCTION IF EXISTS datatable_roles.retire_logins_holding(bigint, text);
-DROP FUNCTION IF EXISTS datatable_roles.is_sweepable(timestamptz, text, text, bigint[], timestamptz);
+DROP FUNCTION IF EXISTS datatable_roles.is_sweepable(
+    timestamptz, text, text, bigint[], timestamptz
+);
