@@ -11,7 +11,7 @@ import secrets
 import pytest
 
 from datatable_roles_lab.devcluster import Cluster
-from support import Scratch, build_world
+from support import Remote, Scratch, build_world
 
 # Version-independent tests run once in `make test` (on its first PostgreSQL version), not on
 # every version: those of a module that says so (``pytestmark = VERSION_INDEPENDENT``: the
@@ -49,6 +49,16 @@ def cluster():
     finally:
         mp.undo()
         c.stop()
+
+
+@pytest.fixture(scope="session")
+def remote():
+    """The second server (support.Remote), started when a test first asks for it."""
+    r = Remote().start()
+    try:
+        yield r
+    finally:
+        r.cluster.stop()
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ conftest.py turns it into fixtures (``cluster``, ``uid``, ``scratch``, ``meta_db
   login (R6) acts as its role when the connection passes the startup option
   ``-c role=<role>`` (``role=`` of these helpers, :func:`session_role`);
 - fault injection and threads for the lifecycle tests (:class:`FaultHold`, :func:`arm`,
-  :func:`disarm`, :class:`Runner`).
+  :func:`disarm`, :class:`Runner`);
+- :class:`Remote` -- the second server of docs/servers.md (conftest's ``remote``): another
+  real cluster with a NOSUPERUSER CREATEROLE manager login.
 
 Admin calls run as the package owner, resolves as the worker role, and time moves by
 ``settings.clock_offset`` (never by sleeping).
@@ -25,6 +27,7 @@ Admin calls run as the package owner, resolves as the worker role, and time move
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 import time
@@ -41,7 +44,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from datatable_roles.client import Client, role_option
-from datatable_roles_lab.devcluster import PROFILE, Cluster
+from datatable_roles.scram import scram_sha256_verifier
+from datatable_roles_lab.devcluster import PG_BIN, PROFILE, Cluster
 from datatable_roles.migrate import SQL_DIR, migrate
 
 # Tests of the self-hosted profile's superuser step (its role guard): the metadata databases of
@@ -55,6 +59,70 @@ EMAIL_DOMAIN = "acme.test"
 
 # The rows of the RLS fixture's orders table (id, region).
 ORDERS = [(1, "emea"), (2, "us"), (3, "apac"), (4, "emea"), (5, "us")]
+
+
+# ---- the second server ----------------------------------------------------------------------
+
+MANAGER = "dtr_manager"  # the manager login of the second server
+
+
+class Remote:
+    """A second cluster (DTR_SECOND_PG_BIN's programs: `make test` gives 17; else the
+    version under test) with a manager login NOSUPERUSER CREATEROLE and pg_signal_backend,
+    as a managed service's admin role. :meth:`register` registers it in a metadata database."""
+
+    def __init__(self) -> None:
+        self.cluster = Cluster(bin_dir=os.environ.get("DTR_SECOND_PG_BIN") or str(PG_BIN))
+        self.manager_password = secrets.token_urlsafe(24)
+
+    def start(self) -> "Remote":
+        self.cluster.start(build_template=False)
+        with self.su() as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE NOSUPERUSER PASSWORD {}").format(
+                sql.Identifier(MANAGER), sql.Literal(scram_sha256_verifier(self.manager_password))))
+            conn.execute(sql.SQL("GRANT pg_signal_backend TO {}").format(sql.Identifier(MANAGER)))
+        return self
+
+    def register(self, call, name: str = "b", password: str | None = None) -> None:
+        """register_datatable_server through ``call`` (an owner's statement runner)."""
+        call("SELECT register_datatable_server(%s, '127.0.0.1', %s, %s, %s, 'disable')",
+             [name, self.cluster.port, MANAGER, password or self.manager_password])
+
+    def su(self, dbname: str = "postgres") -> psycopg.Connection:
+        return self.cluster.connect_super(dbname)
+
+    def datatable_db(self, dbname: str, admin: str) -> str:
+        """A database there owned by a new plain login ``admin``; returns its password."""
+        password = secrets.token_urlsafe(24)
+        with self.su() as c:
+            c.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(admin), sql.Literal(scram_sha256_verifier(password))))
+            c.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(dbname), sql.Identifier(admin)))
+        return password
+
+    def drop(self, dbname: str, role_prefix: str) -> None:
+        """Drop the database and every role named <role_prefix>... or wm_set_... there."""
+        with self.su() as c:
+            c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(dbname)))
+            for (name,) in c.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s OR"
+                                     " rolname LIKE 'wm\\_set\\_%%'",
+                                     [role_prefix + "%"]).fetchall():
+                c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+    def login_conninfo(self, login: str, password: str, dbname: str,
+                       role: str | None = None) -> str:
+        kw = {"options": role_option(role)} if role else {}
+        return make_conninfo(self.cluster.conninfo(login, password, dbname, tcp=True), **kw)
+
+    def role(self, name: str) -> dict | None:
+        """{'login': rolcanlogin, 'member_of': [sorted role names]} there, or None."""
+        with self.su() as c:
+            row = c.execute("SELECT rolcanlogin, ARRAY(SELECT g.rolname FROM pg_auth_members m"
+                            " JOIN pg_roles g ON g.oid = m.roleid WHERE m.member = r.oid"
+                            " ORDER BY 1) FROM pg_roles r WHERE rolname = %s", [name]).fetchone()
+        return None if row is None else {"login": row[0], "member_of": row[1]}
 
 
 # ---- connections --------------------------------------------------------------------------

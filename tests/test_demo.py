@@ -55,7 +55,7 @@ def demo_output() -> str:
 
 def test_demo_tour_shows_each_kind_of_default(demo_output):
     s = sections(demo_output)
-    assert sorted(s, key=int) == [str(i) for i in range(1, 11)]
+    assert sorted(s, key=int) == [str(i) for i in range(1, 12)]
     assert "Default role: admin" in demo_output and "No default role" in demo_output
 
     # 2. default admin: everyone is the admin login and sees every order (R2)
@@ -140,7 +140,19 @@ def test_demo_plans_and_applies_a_grant(demo_output):
     assert row(s, "alice")[1:] == ["sales_emea", denied, everything]
     assert row(s, "carol")[1:] == ["finance_team, sales_emea", denied, everything]
     assert row(s, "bob")[1:] == ["sales_americas", denied, denied]
-    assert "the cluster is stopped and removed" in s
+
+
+def test_demo_serves_a_data_table_on_a_second_server(demo_output):
+    text = sections(demo_output)["11"]
+    one_role(row(text, "alice"), "sales_emea", "1,4")
+    one_role(row(text, "bob"), "sales_americas", "2,5")
+    assert row(text, "dave")[1] == "REFUSED (R5)"
+    # Down while a role left the map: refused (55000) until the change is applied there.
+    assert re.search(r"^  alice: refused \(55000, server eu has changes not applied yet",
+                     text, flags=re.M), text
+    one_role(row(text, "alice", last=True), "sales_emea", "1,4")
+    assert row(text, "bob", last=True)[1] == "REFUSED (R5)"
+    assert "its clusters are stopped and removed" in text
 
 
 def test_demo_says_what_its_time_covers(demo_output):
@@ -165,7 +177,7 @@ def test_demo_json():
     proc = run_demo("--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["ok"] is True and len(data["sections"]) == 10
+    assert data["ok"] is True and len(data["sections"]) == 11
     tables = {t["name"]: t["rows"] for sec in data["sections"] for t in sec["tables"]}
     none = {r["viewer"]: r for r in tables["default_none"]}
     assert none["alice"]["orders"] == "1,4" and none["alice"]["kind"] == "role"

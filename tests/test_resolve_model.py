@@ -3,9 +3,10 @@ docs/rules.md (R1-R5, R8, R9, R11, and R10 which never changes an answer).
 
 One metadata database and one pool of catalog roles per test run; every example gets a fresh
 workspace (directory, data table entry, role map, default, jobs) and remaps the pool. It runs
-twice: over the package's own directory (mirror mode, written with the directory calls), and
+three times: over the package's own directory (mirror mode, written with the directory calls),
 over Windmill's tables through the Windmill adapter (written as Windmill writes them; there
-every member is also in group ``all``).
+every member is also in group ``all``), and with the data table on a second server
+(docs/servers.md), where each login's memberships there are checked too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+import psycopg
 from psycopg import errors
 
 from support import windmill_meta_db
@@ -180,21 +182,30 @@ def record(worker, ws, user, origin, caller, parent=None) -> uuid.UUID:
     return job
 
 
-@pytest.fixture(params=["builtin", "windmill"])
-def pool(request, make_world, scratch):
+@pytest.fixture(params=["builtin", "windmill", "other-server"])
+def pool(request, make_world, scratch, uid):
     """Catalog roles r0..r3 created once; the data table database shared by every example
     (the world registers it as its own data table main, with no tenants); the directory
-    the examples write."""
+    the examples write. other-server: the package's directory, and the examples' data
+    table on the second server (docs/servers.md), in a database named as the local one."""
     if request.param == "windmill":
         meta, directory = windmill_meta_db(scratch)
         w = make_world(meta=meta, directory=directory, users={},
                        roles=[f"r{i}" for i in range(POOL_SIZE)])
     else:
         w = make_world(users={}, roles=[f"r{i}" for i in range(POOL_SIZE)])
-    return dict(owner=w.owner_session(), worker=w.worker_session(), names=w.role_names,
-                db=(w.dbname, w.admin_login, w.admin_password), directory=w.directory,
-                windmill=request.param == "windmill",
-                state={"enabled": dict.fromkeys(w.role_names, True)})
+    db, server, remote = (w.dbname, w.admin_login, w.admin_password), "local", None
+    if request.param == "other-server":
+        remote = request.getfixturevalue("remote")
+        remote.register(w.call)
+        admin = f"{uid}_radmin"
+        db, server = (w.dbname, admin, remote.datatable_db(w.dbname, admin)), "b"
+    yield dict(owner=w.owner_session(), worker=w.worker_session(), names=w.role_names,
+               db=db, server=server, remote=remote, directory=w.directory,
+               windmill=request.param == "windmill",
+               state={"enabled": dict.fromkeys(w.role_names, True)})
+    if remote is not None:
+        remote.drop(w.dbname, uid)
 
 
 @settings(max_examples=150, deadline=None,
@@ -226,7 +237,8 @@ def test_resolve_matches_the_model(pool, uid, sc):
         if pool["state"]["enabled"][name] != want:
             q(owner, "SELECT set_datatable_role_enabled(%s, %s)", name, want)
             pool["state"]["enabled"][name] = want
-    q(owner, "SELECT register_datatable(%s, 'main', %s, %s, %s)", ws, *pool["db"])
+    q(owner, "SELECT register_datatable(%s, 'main', %s, %s, %s, %s)", ws, *pool["db"],
+      pool["server"])
     roles_in_map = {role[i]: frozenset(t) for i, t in sc["tenants"].items()}
     for name, tenants in roles_in_map.items():
         q(owner, "SELECT set_datatable_role_tenants(%s, 'main', %s, %s::text[])",
@@ -293,6 +305,11 @@ def test_resolve_matches_the_model(pool, uid, sc):
             assert login.startswith("wm_set_") and kind == "role"  # R6: a scoped login
         else:
             assert login.startswith("wm_set_") and kind == "set"   # R7
+        if pool["remote"] is not None and got_roles != ["admin"]:
+            # There, the login holds exactly its roles and logs in with its password.
+            assert pool["remote"].role(login) == {"login": True, "member_of": got_roles}
+            with psycopg.connect(pool["remote"].login_conninfo(login, password, pool["db"][0])):
+                pass
 
     # explain says the same, without resolving (named role only; it has no for_migration).
     if not sc["for_migration"]:

@@ -8,7 +8,6 @@ puts a data table there, and checks what a job's login can do there, against rea
 
 from __future__ import annotations
 
-import os
 import secrets
 
 import psycopg
@@ -16,51 +15,10 @@ import pytest
 from psycopg import sql
 
 from datatable_roles.scram import scram_sha256_verifier
-from datatable_roles_lab.devcluster import PG_BIN, Cluster
-from support import ORDERS
-
-MANAGER = "dtr_manager"
-
-
-class Remote:
-    def __init__(self, cluster: Cluster, manager_password: str):
-        self.cluster = cluster
-        self.manager_password = manager_password
-
-    def su(self, dbname: str = "postgres") -> psycopg.Connection:
-        return self.cluster.connect_super(dbname)
-
-    def login_conninfo(self, login: str, password: str, dbname: str, role: str | None = None):
-        kw = {"options": f"-c role={role}"} if role else {}
-        return psycopg.conninfo.make_conninfo(self.cluster.conninfo(login, password, dbname,
-                                                                    tcp=True), **kw)
-
-    def role(self, name: str) -> dict | None:
-        with self.su() as c:
-            row = c.execute("SELECT rolcanlogin, ARRAY(SELECT g.rolname FROM pg_auth_members m"
-                            " JOIN pg_roles g ON g.oid = m.roleid WHERE m.member = r.oid"
-                            " ORDER BY 1) FROM pg_roles r WHERE rolname = %s", [name]).fetchone()
-        return None if row is None else {"login": row[0], "member_of": row[1]}
-
-
-@pytest.fixture(scope="module")
-def remote():
-    c = Cluster(bin_dir=os.environ.get("DTR_SECOND_PG_BIN") or str(PG_BIN)).start(
-        build_template=False)
-    password = secrets.token_urlsafe(24)
-    try:
-        with c.connect_super() as conn:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE NOSUPERUSER PASSWORD {}").format(
-                sql.Identifier(MANAGER), sql.Literal(scram_sha256_verifier(password))))
-            conn.execute(sql.SQL("GRANT pg_signal_backend TO {}").format(sql.Identifier(MANAGER)))
-        yield Remote(c, password)
-    finally:
-        c.stop()
-
+from support import MANAGER, ORDERS, Remote
 
 def register_server(w, remote: Remote, name: str = "b", password: str | None = None):
-    w.call("SELECT register_datatable_server(%s, '127.0.0.1', %s, %s, %s, 'disable')",
-           [name, remote.cluster.port, MANAGER, password or remote.manager_password])
+    remote.register(w.call, name, password)
 
 
 @pytest.fixture
@@ -72,12 +30,8 @@ def far(make_world, remote, uid):
                    tenants={"emea": ["u/alice"], "us": ["u/bob"]})
     register_server(w, remote)
     # The database there has the name of the world's local one: two databases, two logins.
-    admin, admin_pw, dbname = f"{uid}_badmin", secrets.token_urlsafe(24), w.dbname
-    with remote.su() as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-            sql.Identifier(admin), sql.Literal(scram_sha256_verifier(admin_pw))))
-        c.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-            sql.Identifier(dbname), sql.Identifier(admin)))
+    admin, dbname = f"{uid}_badmin", w.dbname
+    admin_pw = remote.datatable_db(dbname, admin)
     w.call("SELECT register_datatable(%s, 'far', %s, %s, %s, 'b')", [w.ws, dbname, admin, admin_pw])
     for short, user in (("emea", "alice"), ("us", "bob")):
         w.set_tenants("far", w.roles[short], [f"u/{user}"])
@@ -96,11 +50,7 @@ def far(make_world, remote, uid):
                 sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
     w.far_db, w.far_admin = dbname, admin
     yield w
-    with remote.su() as c:
-        c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
-        for (name,) in c.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s OR"
-                                 " rolname LIKE 'wm\\_set\\_%%'", [uid + "%"]).fetchall():
-            c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+    remote.drop(dbname, uid)
 
 
 def resolve_far(w, viewer: str, role: str | None = None):

@@ -230,6 +230,12 @@ def test_a_landed_install_in_use_upgrades_to_head(cluster, release):
     # The folders the lists named before are noted (0022), so jobs still capture them.
     assert w.owner.execute("SELECT workspace, folder FROM datatable_roles.tenant_folder"
                            ).fetchall() == [("ws", "apacdocs")]
+    # Every data table and login of before is on the server local (0023), the only one.
+    assert w.owner.execute(
+        "SELECT array_agg(DISTINCT name) FROM datatable_roles.server UNION ALL"
+        " SELECT array_agg(DISTINCT server) FROM datatable_roles.datatable UNION ALL"
+        " SELECT array_agg(DISTINCT server) FROM datatable_roles.datatable_role_set"
+    ).fetchall() == [(["local"],)] * 3
     if w.commit not in BEFORE_SCOPED_LOGINS:
         # Installed with scoped logins (0012): the logins handed out before still work,
         # and resolve gives the same logins, roles and rows (here through the directory

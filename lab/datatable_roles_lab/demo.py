@@ -9,7 +9,9 @@ the orders it actually sees over a real login with the returned password. Last, 
 a policy that names its role in ``TO`` follows, one that names it as text breaks, and
 lint-policies finds it. Then the grants editor: a new table, a plan granting SELECT on it to
 a catalog role (its statements and warnings), the apply of exactly those statements, and a
-viewer of that role reading its rows. The cluster is stopped and removed at the end. Role names are
+viewer of that role reading its rows. Last, a data table on a second throwaway cluster (a
+registered server), and that server going down while a role leaves the map. The clusters are
+stopped and removed at the end. Role names are
 cluster-wide; the demo owns its cluster.
 """
 
@@ -251,13 +253,13 @@ class Demo:
         with self.worker.connection(res) as conn:
             return str(conn.execute(query).fetchone()[0])
 
-    def viewer_table(self, name: str, role: str | None = None) -> None:
+    def viewer_table(self, name: str, role: str | None = None, datatable: str = DT) -> None:
         assert self.worker is not None
         rows, data, refusals = [], [], []
         for v in VIEWERS:
             job = self.start_job(v)
             try:
-                res = self.worker.resolve(job, DT, role)
+                res = self.worker.resolve(job, datatable, role)
             except DatatableRolesError as e:
                 rows.append([v.name, refusal_label(e), "-", "-"])
                 refusals.append(f"  {v.name}: {e.message.split(': ', 1)[-1]}")
@@ -494,7 +496,75 @@ class Demo:
         t.say(f"holding {GRANTEE} reads all its rows. For per-viewer rows, enable RLS and add a")
         t.say("policy first (docs/policies.md), then plan again.")
 
+    def other_server(self) -> None:
+        """Section 11: a second throwaway cluster, registered as server 'eu' with a manager
+        login that is not a superuser; data table 'far' there, its roles made there on first
+        map and its logins on first use; then the server goes down while a role is taken out
+        of the map, and comes back."""
+        t, owner = self.tour, self.owner
+        assert owner is not None and self.worker is not None
+        far = Cluster(bin_dir=self.cluster.bin_dir)
+        self.far = far
+        far.start(build_template=False)
+        manager_password, admin_password = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        with far.connect_super() as conn:
+            conn.execute(sql.SQL("CREATE ROLE far_manager LOGIN CREATEROLE PASSWORD {}").format(
+                sql.Literal(scram_sha256_verifier(manager_password))))
+            conn.execute("GRANT pg_signal_backend TO far_manager")
+            conn.execute(sql.SQL("CREATE ROLE far_admin LOGIN PASSWORD {}").format(
+                sql.Literal(scram_sha256_verifier(admin_password))))
+            conn.execute("CREATE DATABASE dt_far OWNER far_admin")
+        owner.register_datatable_server("eu", "127.0.0.1", far.port, "far_manager",
+                                        manager_password, sslmode="disable")
+        owner.register_datatable(WS, "far", "dt_far", "far_admin", admin_password, server="eu")
+        # Section 9 renamed sales_us to sales_americas: the roles of now.
+        far_roles = {"sales_emea": ("g/emea", "emea"), "sales_americas": ("g/us", "us")}
+        for role, (key, _region) in far_roles.items():
+            owner.set_datatable_role_tenants(WS, "far", role, [key])
+        owner.set_datatable_default_role(WS, "far", None)
+        with psycopg.connect(far.conninfo("far_admin", admin_password, "dt_far", tcp=True),
+                             autocommit=True) as conn:
+            conn.execute("CREATE TABLE orders (id integer PRIMARY KEY, region text NOT NULL,"
+                         " status text NOT NULL, amount integer NOT NULL)")
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO orders VALUES (%s, %s, %s, %s)", ORDERS)
+            conn.execute("ALTER TABLE orders ENABLE ROW LEVEL SECURITY")
+            for role, (_key, region) in far_roles.items():
+                conn.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(
+                    sql.Identifier(role)))
+                conn.execute(sql.SQL("CREATE POLICY {} ON orders FOR SELECT TO {} USING"
+                                     " (region = {})").format(
+                    sql.Identifier(region), sql.Identifier(role), sql.Literal(region)))
+        t.heading(
+            "11. A data table on another server",
+            f"A second cluster (port {far.port}) is registered as server 'eu', with a manager",
+            "login far_manager: CREATEROLE and pg_signal_backend, not a superuser (a managed",
+            "service's admin role). Data table 'far' is database dt_far there, owned by",
+            "far_admin, with no default role; sales_emea (g/emea) and sales_americas (g/us)",
+            "were made there when 'far' first mapped them, with a policy each on its orders,",
+            "and each login is made there at its first use, its password sent as a SCRAM",
+            "verifier. resolve_datatable_role returns where to connect (host, port).")
+        self.viewer_table("far", datatable="far")
+        far.pause()
+        owner.remove_datatable_role(WS, "far", "sales_americas")
+        t.say("")
+        t.say("Server 'eu' goes down; meanwhile sales_americas leaves far's map. The change")
+        t.say("commits here, and the retirement of the login holding it there is pending:")
+        job = self.start_job(VIEWERS[0])
+        try:
+            self.worker.resolve(job, "far")
+            raise AssertionError("a resolve for a server with pending changes was served")
+        except DatatableRolesError as e:
+            t.say(f"  alice: refused ({e.sqlstate}, {e.message.split(':', 1)[0]})")
+        far.resume()
+        t.say("")
+        t.say("'eu' is back: the next resolve applies the change, then serves; bob's login")
+        t.say("there is retired, and bob, with no role left on 'far', is refused (R5):")
+        self.viewer_table("far_after", datatable="far")
+
     def close(self) -> None:
+        if getattr(self, "far", None) is not None:
+            self.far.stop()
         for client in (self.worker, self.owner):
             if client is not None:
                 client.close()
@@ -528,6 +598,7 @@ def run_demo(stream: TextIO | None = sys.stdout) -> dict[str, Any]:
         demo.status()
         demo.renames()
         demo.grants()
+        demo.other_server()
         record["ok"] = True
     except Exception as e:  # the tour reports what broke and still stops the cluster
         record["error"] = f"{type(e).__name__}: {e}"
@@ -540,7 +611,7 @@ def run_demo(stream: TextIO | None = sys.stdout) -> dict[str, Any]:
     record["seconds"] = round(time.monotonic() - tour.started, 1)
     tour._print()
     tour._print(f"Demo done in {record['seconds']} s, from starting the cluster to removing it")
-    tour._print("(not counting what `make demo` installs first); the cluster is stopped and "
+    tour._print("(not counting what `make demo` installs first); its clusters are stopped and "
                 "removed.")
     return record
 

@@ -13,7 +13,7 @@ The exit status is 0 whatever the figures are; it is non-zero only when the benc
 
 The pieces: config.py (sizes), world.py (what is measured against), measure.py (the
 measurements), report.py (the table) and the rows of anchor, directory, scale, security and
-pgbouncer.py; this module runs them in order.
+pgbouncer.py, servers.py (a second cluster); this module runs them in order.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from .pgbouncer import measure_pgbouncer
 from .report import render_table
 from .scale import measure_concurrency, measure_scale_logins
 from .security import measure_heal_check, measure_quarantine_sweep, measure_rotation
+from .servers import measure_servers
 from .world import World
 
 SHARED_CLUSTER_NOTE = ("All instances share the cluster, so its roles (catalog roles, set logins "
@@ -72,6 +73,7 @@ def run(cluster: Cluster, cfg: Config, command: str, quick: bool) -> str:
         measure_directory(world, pgbench, results)
         measure_pgbouncer(world, results)
         measure_anchor(world, pgbench, results)
+        measure_servers(world, pgbench, results)
         measure_concurrency(world, pgbench, results)
         measure_scale_logins(world, pgbench, results)  # last: it leaves its logins
         results.notes.append(SHARED_CLUSTER_NOTE)
