@@ -320,7 +320,7 @@ def test_sweep_with_nothing_to_do(env, capsys):
     code, data, _ = run_json(capsys, "--dsn", env.meta.owner_conninfo, "sweep", "--json")
     assert code == 0 and data == {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": [],
                                   "rotated": 0, "healed": 0,
-                                  "forgotten_user_keys": []}
+                                  "forgotten_user_keys": [], "servers_pending": []}
 
 
 def test_sweep_many_stale_logins_shows_a_progress_bar(env, capsys):

@@ -22,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
 from datatable_roles.scram import scram_sha256_verifier
-from support import (
+from support import (MANAGER, 
     FaultHold, MetaDB, Resolved, Runner, Scratch, World, arm, authenticates, connect,
     create_table_as, flush_stats,
 )
@@ -1025,7 +1025,8 @@ def trapped(w: World) -> list[tuple[str, str]]:
         return conn.execute("SELECT who, what FROM public.dtr_trap ORDER BY at").fetchall()
 
 
-def test_no_entry_point_runs_a_function_or_operator_planted_in_public(make_world, scratch, uid):
+def test_no_entry_point_runs_a_function_or_operator_planted_in_public(make_world, scratch, uid,
+                                                                    remote):
     w = make_world(users={"pub": []})
     plant_traps(w)
     # The owner's own session, with public searched before pg_catalog.
@@ -1040,13 +1041,15 @@ def test_no_entry_point_runs_a_function_or_operator_planted_in_public(make_world
         with connect(w.meta.super_conninfo) as conn:
             conn.execute("DELETE FROM public.dtr_trap")
 
-        _run_every_entry_point(w, owner, scratch, uid)
+        _run_every_entry_point(w, owner, scratch, uid, remote)
     finally:
         owner.close()
+        remote.drop(uid + "_far7", uid)
     assert trapped(w) == [], "a planted function or operator ran inside the package"
 
 
-def _run_every_entry_point(w: World, s: psycopg.Connection, scratch, uid: str) -> None:
+def _run_every_entry_point(w: World, s: psycopg.Connection, scratch, uid: str,
+                           remote) -> None:
     called: set[str] = set()
 
     def call(fn: str, args: list, schema: str = "") -> list[tuple]:
@@ -1129,6 +1132,21 @@ def _run_every_entry_point(w: World, s: psycopg.Connection, scratch, uid: str) -
     call("apply_datatable_acl", [ws, "dt7", target, change, plan["statements"]])
     call("status_report", [], schema="datatable_roles.")
     call("grant_worker", [w.cluster.worker], schema="datatable_roles.")
+
+    # A data table on another server (docs/servers.md): its role and login made there,
+    # then a removal retiring the login there.
+    far_db, far_admin = f"{uid}_far7", f"{uid}_far7_admin"
+    far_pw = remote.datatable_db(far_db, far_admin)
+    call("register_datatable_server", ["b7", "127.0.0.1", remote.cluster.port, MANAGER,
+                                       remote.manager_password, "disable", "postgres"])
+    call("register_datatable", [ws, "far7", far_db, far_admin, far_pw, "b7"])
+    call("set_datatable_role_tenants", [ws, "far7", r3, ["u/ann"]])
+    called.add("resolve_datatable_role")
+    far = s.execute("SELECT login, password FROM resolve_datatable_role(%s, 'far7', %s)",
+                    [ann, r3]).fetchone()
+    assert remote.role(far[0]) == {"login": True, "member_of": [r3]}
+    call("remove_datatable_role", [ws, "far7", r3])
+    assert remote.role(far[0])["login"] is False
 
     report = sweep()
     assert report["unfinished"] == [], report

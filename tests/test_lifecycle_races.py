@@ -30,7 +30,7 @@ from support import (
 )
 
 NOTHING_DONE = {"examined": 0, "dropped": 0, "skipped": 0, "unfinished": [], "rotated": 0,
-                "healed": 0, "forgotten_user_keys": []}
+                "healed": 0, "forgotten_user_keys": [], "servers_pending": []}
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def test_login_taken_back_during_a_sweep_is_skipped_and_keeps_its_objects(world)
     assert sweep.error is None, sweep.error
     assert sweep.result == {"examined": 1, "dropped": 0, "skipped": 1, "unfinished": [],
                             "rotated": 0, "healed": 0,
-                            "forgotten_user_keys": []}
+                            "forgotten_user_keys": [], "servers_pending": []}
     assert w.role_oid(login) == oid and authenticates(w, login, new_password)
     assert w.table_owner("made") == login
 
@@ -426,7 +426,7 @@ def test_two_instances_on_one_cluster(make_world, new_meta_db, uid):
         report = w1.sweep()
         assert report == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": [],
                           "rotated": 0, "healed": 0,
-                          "forgotten_user_keys": []}
+                          "forgotten_user_keys": [], "servers_pending": []}
         assert not w1.role_state(l1)[0]
         untouched()
         report2 = w2.sweep()
@@ -492,7 +492,7 @@ def test_sweep_report_shape(world, scratch):
     assert sweep.error is None, sweep.error
     report = sweep.result
     assert set(report) == {"examined", "dropped", "skipped", "unfinished", "rotated", "healed",
-                           "forgotten_user_keys"}
+                           "forgotten_user_keys", "servers_pending"}
     assert all(isinstance(report[k], int)
                for k in ("examined", "dropped", "skipped", "rotated", "healed"))
     assert (report["examined"], report["dropped"], report["skipped"]) == (3, 1, 1)
@@ -537,7 +537,7 @@ def test_sweep_that_cannot_finish_keeps_the_row_and_carries_on(world, scratch):
     _allow_connections(w, other, True)
     assert w.sweep() == {"examined": 1, "dropped": 1, "skipped": 0, "unfinished": [],
                          "rotated": 0, "healed": 0,
-                         "forgotten_user_keys": []}
+                         "forgotten_user_keys": [], "servers_pending": []}
     assert w.rows() == {} and not w.role_state(stuck)[0]
     with w.cluster.connect_super(other) as conn:
         assert conn.execute("SELECT to_regclass('foreign_thing')").fetchone() == (None,)

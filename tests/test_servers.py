@@ -45,9 +45,9 @@ def far(make_world, remote, uid):
         for region in ("emea", "us"):
             role = w.roles[region]
             c.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(sql.Identifier(role)))
-            c.execute(sql.SQL("CREATE POLICY {} ON orders FOR SELECT USING (region = {}"
-                              " AND pg_has_role(current_user, {}, 'member'))").format(
-                sql.Identifier(region), sql.Literal(region), sql.Literal(role)))
+            c.execute(sql.SQL("CREATE POLICY {} ON orders FOR SELECT TO {} USING (region = {})"
+                              ).format(sql.Identifier(region), sql.Identifier(role),
+                                       sql.Literal(region)))
     w.far_db, w.far_admin = dbname, admin
     yield w
     remote.drop(dbname, uid)
@@ -159,9 +159,10 @@ def test_a_rename_reaches_the_server(far, remote):
     w.call("SELECT rename_datatable_role(%s, %s)", [w.roles["emea"], new])
     assert remote.role(w.roles["emea"]) is None
     assert remote.role(new) == {"login": False, "member_of": []}
-    # (The policies name the role as text, and do not follow: docs/policies.md.)
+    # The policy names the role in TO: it follows the rename (docs/policies.md).
     again = resolve_far(w, "alice")
     assert again[3] == [new] and remote.role(again[1])["member_of"] == [new]
+    assert rows_as(remote, again) == [1, 4]
 
 
 def test_the_sweep_drops_unused_logins_there(far, remote):
@@ -236,3 +237,48 @@ def test_a_script_on_a_far_login_cannot_widen_or_keep_its_own_password(far, remo
     assert again[1] == login and rows_as(remote, again) == [1, 4]
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(remote.login_conninfo(login, "the-scripts-own-1", dbname)).close()
+
+
+def test_a_rename_and_a_drop_while_the_server_is_down_are_applied_in_order(far, remote):
+    w = far
+    alice = resolve_far(w, "alice")
+    renamed = w.uid + "_emea3"
+    remote.cluster.pause()
+    try:
+        w.call("SELECT rename_datatable_role(%s, %s)", [w.roles["emea"], renamed])
+        w.call("SELECT drop_datatable_role(%s)", [renamed])
+        queued = [what for (what,) in w.call(
+            "SELECT what FROM datatable_roles.server_change ORDER BY id")]
+        assert queued == [f"rename of role {w.roles['emea']} to {renamed}",
+                          f"retirement of login {alice[1]}",
+                          f"membership of {w.far_admin} in role {renamed} for its drop",
+                          f"privileges of role {renamed} in database {w.far_db}",
+                          f"end of membership of {w.far_admin} in role {renamed}",
+                          f"drop of role {renamed}"]
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
+            resolve_far(w, "bob")
+    finally:
+        remote.cluster.resume()
+    assert rows_as(remote, resolve_far(w, "bob")) == [2, 5]
+    assert remote.role(w.roles["emea"]) is None and remote.role(renamed) is None
+    assert remote.role(alice[1])["login"] is False
+    # Its policy went with it (DROP OWNED, run by the admin login, which now holds no role).
+    with remote.su(w.far_db) as c:
+        assert c.execute("SELECT polname FROM pg_policy").fetchall() == [("us",)]
+    assert remote.role(w.far_admin)["member_of"] == []
+
+
+def test_dropping_a_role_that_owns_something_there_is_refused_and_changes_nothing(far, remote):
+    w = far
+    with remote.su(w.far_db) as c:
+        c.execute(sql.SQL("CREATE TABLE notes (n text)"))
+        c.execute(sql.SQL("ALTER TABLE notes OWNER TO {}").format(
+            sql.Identifier(w.roles["us"])))
+    with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+        w.call("SELECT drop_datatable_role(%s)", [w.roles["us"]])
+    assert w.call("SELECT count(*) FROM datatable_roles.catalog_role WHERE name = %s",
+                  [w.roles["us"]]) == [(1,)]
+    assert remote.role(w.roles["us"]) is not None
+    assert remote.role(w.far_admin)["member_of"] == []
+    assert w.call("SELECT count(*) FROM datatable_roles.server_change") == [(0,)]
+    assert rows_as(remote, resolve_far(w, "bob")) == [2, 5]

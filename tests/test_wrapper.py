@@ -546,7 +546,7 @@ def test_every_call_round_trips(env):
     assert o.retire(env.us) == 1
     report = o.sweep()
     assert set(report) == {"examined", "dropped", "skipped", "unfinished", "rotated", "healed",
-                           "forgotten_user_keys"}
+                           "forgotten_user_keys", "servers_pending"}
     second = o.sweep("0 seconds")
     assert second["dropped"] >= 1, (report, second, o.status_report()["set_logins"])
     from datetime import timedelta

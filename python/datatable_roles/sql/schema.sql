@@ -1319,11 +1319,12 @@ DECLARE
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.server:' || p_server, 0));
     FOR change IN
-        SELECT c.id, c.dbname, c.statement FROM datatable_roles.server_change AS c
+        SELECT c.id, c.dbname, c.as_admin, c.statement FROM datatable_roles.server_change AS c
         WHERE c.server = p_server ORDER BY c.id
     LOOP
         BEGIN
-            PERFORM datatable_roles.exec_as_manager(p_server, change.statement, change.dbname);
+            PERFORM datatable_roles.exec_change(p_server, change.dbname, change.statement,
+                change.as_admin);
         EXCEPTION WHEN OTHERS THEN
             UPDATE datatable_roles.server_change AS c
             SET tries = c.tries + 1, last_error = SQLERRM
@@ -1839,33 +1840,25 @@ DECLARE
     target record;
 BEGIN
     FOR target IN
-        SELECT sr.server, d.dbname
+        SELECT sr.server, d.dbname, d.admin_login
         FROM datatable_roles.server_role AS sr
-        LEFT JOIN datatable_roles.datatable AS d ON d.server = sr.server AND d.dbname IS NOT NULL
+        JOIN datatable_roles.datatable AS d
+            ON d.server = sr.server AND d.dbname IS NOT NULL AND d.governing_id IS NULL
         WHERE sr.role_id = p_role_id
-        ORDER BY sr.server, d.dbname
+        ORDER BY sr.server, d.dbname, d.id
     LOOP
-        IF target.dbname IS NOT NULL THEN
-            PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format($s$DO $dtr$
-BEGIN
-    IF to_regrole(%1$L) IS NOT NULL THEN
-        IF EXISTS (
-            SELECT FROM pg_shdepend AS sd
-            JOIN pg_database AS pd ON pd.oid = sd.dbid AND pd.datname = current_database()
-            WHERE sd.refobjid = to_regrole(%1$L) AND sd.deptype = 'o'
-        ) THEN
-            RAISE EXCEPTION 'role %% owns objects in database %%', %1$L, current_database()
-                USING ERRCODE = 'dependent_objects_still_exist',
-                      HINT = 'Move them (REASSIGN OWNED, as a role holding both), then drop the role again.';
-        END IF;
-        GRANT %1$I TO CURRENT_USER;
-        DROP OWNED BY %1$I;
-        REVOKE %1$I FROM CURRENT_USER;
-    END IF;
-END
-$dtr$
-$s$, p_name), format('privileges of role %s in database %s', p_name, target.dbname));
-        END IF;
+        PERFORM datatable_roles.run_or_queue(target.server, format(
+            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN GRANT %I TO %I; END IF; END $dtr$',
+            p_name, p_name, target.admin_login), format('membership of %s in role %s for its drop',
+            target.admin_login, p_name));
+        PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format(
+            'DO $dtr$ BEGIN IF pg_has_role(current_user, coalesce(to_regrole(%L), 0), %L) THEN'
+            ' DROP OWNED BY %I; END IF; END $dtr$', p_name, 'USAGE', p_name),
+            format('privileges of role %s in database %s', p_name, target.dbname), true);
+        PERFORM datatable_roles.run_or_queue(target.server, format(
+            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN REVOKE %I FROM %I; END IF; END $dtr$',
+            p_name, p_name, target.admin_login), format('end of membership of %s in role %s',
+            target.admin_login, p_name));
     END LOOP;
     PERFORM datatable_roles.run_or_queue(sr.server, format(
         'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN DROP ROLE %I; END IF; END $dtr$',
@@ -2101,6 +2094,27 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text, p_dbname text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.exec_change(p_server text, p_dbname text, p_statement text, p_as_admin boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    admin record;
+BEGIN
+    IF NOT p_as_admin THEN
+        PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
+        RETURN;
+    END IF;
+    SELECT d.admin_login, d.admin_password INTO admin FROM datatable_roles.datatable AS d
+    WHERE d.server = p_server AND d.dbname = p_dbname AND d.governing_id IS NULL
+    ORDER BY d.id LIMIT 1;
+    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.admin_login,
+        admin.admin_password, p_statement);
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.exec_change(p_server text, p_dbname text, p_statement text, p_as_admin boolean) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) RETURNS void
     LANGUAGE plpgsql
@@ -3258,6 +3272,41 @@ $$;
 
 ALTER FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(p_role_id bigint, p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+DECLARE
+    on_server text;
+    owned text;
+BEGIN
+    FOR on_server IN
+        SELECT sr.server FROM datatable_roles.server_role AS sr
+        WHERE sr.role_id = p_role_id ORDER BY sr.server
+    LOOP
+        BEGIN
+            owned := datatable_roles.value_as_manager(on_server, format(
+                $q$SELECT string_agg(DISTINCT pd.datname, ', ') FROM pg_shdepend AS sd
+                JOIN pg_database AS pd ON pd.oid = sd.dbid
+                WHERE sd.refobjid = to_regrole(%L) AND sd.deptype = 'o'$q$, p_name));
+        EXCEPTION WHEN OTHERS THEN
+            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                RAISE;
+            END IF;
+            owned := NULL;
+        END;
+        IF owned IS NOT NULL THEN
+            RAISE EXCEPTION 'role % owns objects on server % (in %): it cannot be dropped',
+                quote_literal(p_name), on_server, owned
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = 'Move them there (REASSIGN OWNED, as a role holding both), then drop it again.';
+        END IF;
+    END LOOP;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(p_role_id bigint, p_name text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.refuse_while_pending(p_server text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3869,7 +3918,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text) RETURNS boolean
+CREATE FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text, p_as_admin boolean DEFAULT false) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
@@ -3882,7 +3931,7 @@ BEGIN
     END IF;
     IF NOT EXISTS (SELECT FROM datatable_roles.server_change AS c WHERE c.server = p_server) THEN
         BEGIN
-            PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
+            PERFORM datatable_roles.exec_change(p_server, p_dbname, p_statement, p_as_admin);
             RETURN true;
         EXCEPTION WHEN OTHERS THEN
             IF NOT datatable_roles.unreachable(SQLSTATE) THEN
@@ -3891,15 +3940,18 @@ BEGIN
             why := SQLERRM;
         END;
     END IF;
-    INSERT INTO datatable_roles.server_change AS c (server, dbname, statement, what, queued_at, last_error)
-    VALUES (p_server, p_dbname, p_statement, p_what, (SELECT datatable_roles.clock_now()), why);
+    INSERT INTO datatable_roles.server_change AS c (
+        server, dbname, as_admin, statement, what, queued_at, last_error
+    )
+    VALUES (p_server, p_dbname, p_as_admin, p_statement, p_what,
+        (SELECT datatable_roles.clock_now()), why);
     RAISE NOTICE 'server % could not be reached: % is pending there', p_server, p_what
         USING HINT = 'Resolves for its data tables refuse until it is applied; the sweep retries it.';
     RETURN false;
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text, p_as_admin boolean) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) RETURNS text
     LANGUAGE plpgsql STRICT
@@ -5138,6 +5190,9 @@ BEGIN
     LOOP
         PERFORM datatable_roles.lock_set_login(held);
     END LOOP;
+    -- Other servers first: a role that owns something there is refused
+    -- before anything changes, there or here.
+    PERFORM datatable_roles.refuse_drop_of_owner_on_servers(target.id, target.name);
     -- In sessions of their own: DROP OWNED there also revokes the role's
     -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);
@@ -6232,6 +6287,7 @@ CREATE TABLE datatable_roles.server_change (
     id bigint NOT NULL,
     server text NOT NULL,
     dbname text,
+    as_admin boolean DEFAULT false NOT NULL,
     statement text NOT NULL,
     what text NOT NULL,
     queued_at timestamp with time zone NOT NULL,
@@ -6612,6 +6668,8 @@ REVOKE ALL ON FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname 
 
 REVOKE ALL ON FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text, p_dbname text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.exec_change(p_server text, p_dbname text, p_statement text, p_as_admin boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.exec_in_database(p_dbname text, p_sql text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.exec_on_login(p_login text, p_statement text) FROM PUBLIC;
@@ -6724,6 +6782,8 @@ REVOKE ALL ON FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_data
 
 REVOKE ALL ON FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(p_role_id bigint, p_name text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.refuse_while_pending(p_server text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set) FROM PUBLIC;
@@ -6776,7 +6836,7 @@ REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.run_or_queue_in(p_server text, p_dbname text, p_statement text, p_what text, p_as_admin boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterations integer) FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: ebc7ecf176990c3310c626814dcb059fd02bc25bf6980e339a7ec074c7f0036f
+-- functions: 724689254a59ce6993afd0fdf005a7b61e0eef7517d164a02855716bce40db5d
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the
@@ -53,6 +53,7 @@ CREATE TABLE datatable_roles.server_change (
     id bigint GENERATED ALWAYS AS IDENTITY,
     server text NOT NULL,
     dbname text,
+    as_admin boolean NOT NULL DEFAULT false,
     statement text NOT NULL,
     what text NOT NULL,
     queued_at timestamptz NOT NULL,

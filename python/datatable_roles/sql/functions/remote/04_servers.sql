@@ -165,15 +165,40 @@ AS $$
     SELECT starts_with(p_sqlstate, '08')
 $$;
 
--- Runs a role statement on a server now (in p_dbname there, or its
--- maintenance database when NULL), or, when the server cannot be
--- reached or has changes still queued (order matters: a rename before a
--- retirement naming the new name), queues it. Queued statements are
+-- Runs one change on a server: as its manager (in p_dbname there, or its
+-- maintenance database when NULL), or, p_as_admin, as the admin login of
+-- the data table on p_dbname there (for what only the owner of the objects
+-- may do: taking a dropped role's privileges off them).
+CREATE OR REPLACE FUNCTION datatable_roles.exec_change(
+    p_server text, p_dbname text, p_statement text, p_as_admin boolean
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    admin record;
+BEGIN
+    IF NOT p_as_admin THEN
+        PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
+        RETURN;
+    END IF;
+    SELECT d.admin_login, d.admin_password INTO admin FROM datatable_roles.datatable AS d
+    WHERE d.server = p_server AND d.dbname = p_dbname AND d.governing_id IS NULL
+    ORDER BY d.id LIMIT 1;
+    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.admin_login,
+        admin.admin_password, p_statement);
+END;
+$$;
+
+-- Runs a change on a server now (exec_change), or, when the server cannot
+-- be reached or has changes still queued (order matters: a rename before
+-- a retirement naming the new name), queues it. Queued statements are
 -- idempotent (DO blocks that look before they act), so that one applied
 -- twice (applied there, its local transaction rolled back) does no harm.
 -- Returns whether it ran now.
 CREATE OR REPLACE FUNCTION datatable_roles.run_or_queue_in(
-    p_server text, p_dbname text, p_statement text, p_what text
+    p_server text, p_dbname text, p_statement text, p_what text, p_as_admin boolean DEFAULT false
 )
 RETURNS boolean
 LANGUAGE plpgsql
@@ -188,7 +213,7 @@ BEGIN
     END IF;
     IF NOT EXISTS (SELECT FROM datatable_roles.server_change AS c WHERE c.server = p_server) THEN
         BEGIN
-            PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
+            PERFORM datatable_roles.exec_change(p_server, p_dbname, p_statement, p_as_admin);
             RETURN true;
         EXCEPTION WHEN OTHERS THEN
             IF NOT datatable_roles.unreachable(SQLSTATE) THEN
@@ -197,15 +222,19 @@ BEGIN
             why := SQLERRM;
         END;
     END IF;
-    INSERT INTO datatable_roles.server_change AS c (server, dbname, statement, what, queued_at, last_error)
-    VALUES (p_server, p_dbname, p_statement, p_what, (SELECT datatable_roles.clock_now()), why);
+    INSERT INTO datatable_roles.server_change AS c (
+        server, dbname, as_admin, statement, what, queued_at, last_error
+    )
+    VALUES (p_server, p_dbname, p_as_admin, p_statement, p_what,
+        (SELECT datatable_roles.clock_now()), why);
     RAISE NOTICE 'server % could not be reached: % is pending there', p_server, p_what
         USING HINT = 'Resolves for its data tables refuse until it is applied; the sweep retries it.';
     RETURN false;
 END;
 $$;
 
--- run_or_queue_in the server's maintenance database (role statements).
+-- run_or_queue_in the server's maintenance database, as the manager (role
+-- statements).
 CREATE OR REPLACE FUNCTION datatable_roles.run_or_queue(
     p_server text, p_statement text, p_what text
 )
@@ -229,11 +258,12 @@ DECLARE
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('datatable_roles.server:' || p_server, 0));
     FOR change IN
-        SELECT c.id, c.dbname, c.statement FROM datatable_roles.server_change AS c
+        SELECT c.id, c.dbname, c.as_admin, c.statement FROM datatable_roles.server_change AS c
         WHERE c.server = p_server ORDER BY c.id
     LOOP
         BEGIN
-            PERFORM datatable_roles.exec_as_manager(p_server, change.statement, change.dbname);
+            PERFORM datatable_roles.exec_change(p_server, change.dbname, change.statement,
+                change.as_admin);
         EXCEPTION WHEN OTHERS THEN
             UPDATE datatable_roles.server_change AS c
             SET tries = c.tries + 1, last_error = SQLERRM
@@ -457,14 +487,53 @@ BEGIN
 END;
 $$;
 
--- Drops a catalog role on every other server that has it, after its
--- logins there were retired: in each data table database of the server,
--- its privileges and policy mentions go (DROP OWNED, as the manager made a
--- member for the moment) when it owns nothing there; then the role. A role
--- that owns something there is refused (2BP01) and nothing changes: its
--- objects would pass to the admin login without being made inert first,
--- which is not done on other servers yet (docs/servers.md). Unreachable:
--- queued.
+-- A drop of a catalog role that owns something on another server is
+-- refused (2BP01) before anything changes: its objects would pass to the
+-- admin login without being made inert first, which is not done on other
+-- servers yet (docs/servers.md). A server that cannot be reached is not
+-- asked (its queued drop stops there, and says why, if it does).
+CREATE OR REPLACE FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(
+    p_role_id bigint, p_name text
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    on_server text;
+    owned text;
+BEGIN
+    FOR on_server IN
+        SELECT sr.server FROM datatable_roles.server_role AS sr
+        WHERE sr.role_id = p_role_id ORDER BY sr.server
+    LOOP
+        BEGIN
+            owned := datatable_roles.value_as_manager(on_server, format(
+                $q$SELECT string_agg(DISTINCT pd.datname, ', ') FROM pg_shdepend AS sd
+                JOIN pg_database AS pd ON pd.oid = sd.dbid
+                WHERE sd.refobjid = to_regrole(%L) AND sd.deptype = 'o'$q$, p_name));
+        EXCEPTION WHEN OTHERS THEN
+            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                RAISE;
+            END IF;
+            owned := NULL;
+        END;
+        IF owned IS NOT NULL THEN
+            RAISE EXCEPTION 'role % owns objects on server % (in %): it cannot be dropped',
+                quote_literal(p_name), on_server, owned
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = 'Move them there (REASSIGN OWNED, as a role holding both), then drop it again.';
+        END IF;
+    END LOOP;
+END;
+$$;
+
+-- Drops a catalog role on every other server that has it, after its logins
+-- there were retired (refuse_drop_of_owner_on_servers ran first): in each
+-- data table database there, its privileges and policy mentions go (DROP
+-- OWNED, run by the admin login, which granted them, made a member of the
+-- role by the manager for the moment), then the role. Unreachable: queued,
+-- in that order.
 CREATE OR REPLACE FUNCTION datatable_roles.drop_role_on_servers(p_role_id bigint, p_name text)
 RETURNS void
 LANGUAGE plpgsql
@@ -474,33 +543,25 @@ DECLARE
     target record;
 BEGIN
     FOR target IN
-        SELECT sr.server, d.dbname
+        SELECT sr.server, d.dbname, d.admin_login
         FROM datatable_roles.server_role AS sr
-        LEFT JOIN datatable_roles.datatable AS d ON d.server = sr.server AND d.dbname IS NOT NULL
+        JOIN datatable_roles.datatable AS d
+            ON d.server = sr.server AND d.dbname IS NOT NULL AND d.governing_id IS NULL
         WHERE sr.role_id = p_role_id
-        ORDER BY sr.server, d.dbname
+        ORDER BY sr.server, d.dbname, d.id
     LOOP
-        IF target.dbname IS NOT NULL THEN
-            PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format($s$DO $dtr$
-BEGIN
-    IF to_regrole(%1$L) IS NOT NULL THEN
-        IF EXISTS (
-            SELECT FROM pg_shdepend AS sd
-            JOIN pg_database AS pd ON pd.oid = sd.dbid AND pd.datname = current_database()
-            WHERE sd.refobjid = to_regrole(%1$L) AND sd.deptype = 'o'
-        ) THEN
-            RAISE EXCEPTION 'role %% owns objects in database %%', %1$L, current_database()
-                USING ERRCODE = 'dependent_objects_still_exist',
-                      HINT = 'Move them (REASSIGN OWNED, as a role holding both), then drop the role again.';
-        END IF;
-        GRANT %1$I TO CURRENT_USER;
-        DROP OWNED BY %1$I;
-        REVOKE %1$I FROM CURRENT_USER;
-    END IF;
-END
-$dtr$
-$s$, p_name), format('privileges of role %s in database %s', p_name, target.dbname));
-        END IF;
+        PERFORM datatable_roles.run_or_queue(target.server, format(
+            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN GRANT %I TO %I; END IF; END $dtr$',
+            p_name, p_name, target.admin_login), format('membership of %s in role %s for its drop',
+            target.admin_login, p_name));
+        PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format(
+            'DO $dtr$ BEGIN IF pg_has_role(current_user, coalesce(to_regrole(%L), 0), %L) THEN'
+            ' DROP OWNED BY %I; END IF; END $dtr$', p_name, 'USAGE', p_name),
+            format('privileges of role %s in database %s', p_name, target.dbname), true);
+        PERFORM datatable_roles.run_or_queue(target.server, format(
+            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN REVOKE %I FROM %I; END IF; END $dtr$',
+            p_name, p_name, target.admin_login), format('end of membership of %s in role %s',
+            target.admin_login, p_name));
     END LOOP;
     PERFORM datatable_roles.run_or_queue(sr.server, format(
         'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN DROP ROLE %I; END IF; END $dtr$',
