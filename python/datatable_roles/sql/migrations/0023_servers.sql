@@ -53,7 +53,7 @@ CREATE TABLE datatable_roles.server_change (
     id bigint GENERATED ALWAYS AS IDENTITY,
     server text NOT NULL,
     dbname text,
-    as_admin boolean NOT NULL DEFAULT false,
+    as_admin boolean NOT NULL DEFAULT FALSE,
     statement text NOT NULL,
     what text NOT NULL,
     queued_at timestamptz NOT NULL,
