@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from datatable_roles.render import render_status
 from datatable_roles.scram import scram_sha256_verifier
 from support import MANAGER, ORDERS, Remote
 
@@ -282,3 +283,25 @@ def test_dropping_a_role_that_owns_something_there_is_refused_and_changes_nothin
     assert remote.role(w.far_admin)["member_of"] == []
     assert w.call("SELECT count(*) FROM datatable_roles.server_change") == [(0,)]
     assert rows_as(remote, resolve_far(w, "bob")) == [2, 5]
+
+
+def test_status_shows_the_server_and_what_it_has_not_applied(far, remote):
+    w = far
+    resolve_far(w, "alice")
+    remote.cluster.pause()
+    try:
+        w.call("SELECT set_datatable_role_enabled(%s, false)", [w.roles["emea"]])
+        (report,) = w.call("SELECT datatable_roles.status_report()")[0]
+    finally:
+        remote.cluster.resume()
+    servers = {sv["name"]: sv for sv in report["servers"]}
+    assert servers["local"]["host"] is None and servers["local"]["pending"] == 0
+    b = servers["b"]
+    assert (b["host"], b["port"], b["manager_login"], b["pending"]) == (
+        "127.0.0.1", remote.cluster.port, MANAGER, 1)
+    assert b["first_pending"]["what"].startswith("retirement of login wm_set_")
+    assert remote.manager_password not in str(report)
+    far_entry = next(d for d in report["datatables"] if d["name"] == "far")
+    assert far_entry["server"] == "b"
+    text = render_status(report)
+    assert "Other servers" in text and "1, first: retirement of login wm_set_" in text

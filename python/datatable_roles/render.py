@@ -175,7 +175,9 @@ def render_status(report: dict[str, Any]) -> str:
             out.append(f"{title}: a reference to {d['reference_to']} (which decides everything)")
             out.append("")
             continue
-        out.append(f"{title} (database {d['dbname']}, admin login {d['admin_login']})")
+        where = ("" if d.get("server", "local") == "local"
+                 else f" on server {d['server']}")
+        out.append(f"{title} (database {d['dbname']}{where}, admin login {d['admin_login']})")
         default = d["default_role"]
         out.append(f"  default role: {default if default else '(none): viewer roles only'}")
         if d["default_is_admin"]:
@@ -189,6 +191,13 @@ def render_status(report: dict[str, Any]) -> str:
                                  for r in d["roles"]], indent="    "))
         out.append(textwrap.fill(TENANTS_NOTE, 92, initial_indent="    ",
                                  subsequent_indent="    "))
+        out.append("")
+    others = [sv for sv in report.get("servers", []) if sv["name"] != "local"]
+    if others:
+        out.append("Other servers (docs/servers.md)")
+        out.append(format_table(["server", "where", "manager", "pending changes"],
+                                [[sv["name"], f"{sv['host']}:{sv['port']} ({sv['sslmode']})",
+                                  sv["manager_login"], pending_cell(sv)] for sv in others]))
         out.append("")
     out.append("Catalog roles")
     out.append(format_table(["role", "id", "enabled", "login", "in maps", "created"],
@@ -206,6 +215,17 @@ def render_status(report: dict[str, Any]) -> str:
                               set_login_state(s)]
                              for s in report["set_logins"]]))
     return "\n".join(out)
+
+
+def pending_cell(server: dict[str, Any]) -> str:
+    """A server's queued changes: none, or how many and the first (its data tables are not
+    served until they are applied)."""
+    first = server.get("first_pending")
+    if not server["pending"] or first is None:
+        return "none"
+    why = f"; {first['last_error']}" if first.get("last_error") else ""
+    return (f"{server['pending']}, first: {first['what']} (tried {first['tries']} times{why});"
+            " its data tables are refused until applied")
 
 
 # ---- explain ----------------------------------------------------------------------------

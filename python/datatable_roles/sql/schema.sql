@@ -4176,7 +4176,7 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 'reference_to', g.workspace || '/' || g.name)
             ELSE jsonb_build_object(
                 'workspace', d.workspace, 'name', d.name, 'dbname', d.dbname,
-                'admin_login', d.admin_login,
+                'server', d.server, 'admin_login', d.admin_login,
                 'admin_password_ok', CASE WHEN d.admin_password IS NOT NULL
                     THEN datatable_roles.login_fails_on(d.server, d.dbname, d.admin_login, d.admin_password)
                         IS NULL END,
@@ -4194,6 +4194,19 @@ CREATE FUNCTION datatable_roles.status_report() RETURNS jsonb
                 ORDER BY d.workspace, d.name)
             FROM datatable_roles.datatable AS d
             LEFT JOIN datatable_roles.datatable AS g ON g.id = d.governing_id), '[]'::jsonb),
+        -- No password: where each server is, its manager, and what it has not applied.
+        'servers', coalesce((
+            SELECT jsonb_agg(jsonb_build_object(
+                'name', sv.name, 'host', sv.host, 'port', sv.port, 'sslmode', sv.sslmode,
+                'manager_login', sv.manager_login,
+                'pending', (SELECT count(*) FROM datatable_roles.server_change AS q
+                    WHERE q.server = sv.name),
+                'first_pending', (SELECT jsonb_build_object('what', q.what, 'since', q.queued_at,
+                    'tries', q.tries, 'last_error', q.last_error)
+                    FROM datatable_roles.server_change AS q WHERE q.server = sv.name
+                    ORDER BY q.id LIMIT 1))
+                ORDER BY sv.name)
+            FROM datatable_roles.server AS sv), '[]'::jsonb),
         'catalog_roles', coalesce((
             SELECT jsonb_agg(jsonb_build_object(
                 'id', r.id, 'name', r.name, 'enabled', r.enabled, 'created_at', r.created_at,

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: 724689254a59ce6993afd0fdf005a7b61e0eef7517d164a02855716bce40db5d
+-- functions: 18f2ff9492f50458ea0353e93c067e91cf276315c279a71386407d12442fe36d
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the
