@@ -1144,7 +1144,8 @@ def _run_every_entry_point(w: World, s: psycopg.Connection, scratch, uid: str,
     called.add("resolve_datatable_role")
     far = s.execute("SELECT login, password FROM resolve_datatable_role(%s, 'far7', %s)",
                     [ann, r3]).fetchone()
-    assert remote.role(far[0]) == {"login": True, "member_of": [r3]}
+    (group,), = s.execute("SELECT login_group FROM datatable_roles.settings").fetchall()
+    assert remote.role(far[0]) == {"login": True, "member_of": sorted([r3, group])}
     call("remove_datatable_role", [ws, "far7", r3])
     assert remote.role(far[0])["login"] is False
 

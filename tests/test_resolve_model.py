@@ -202,6 +202,7 @@ def pool(request, make_world, scratch, uid):
         db, server = (w.dbname, admin, remote.datatable_db(w.dbname, admin)), "b"
     yield dict(owner=w.owner_session(), worker=w.worker_session(), names=w.role_names,
                db=db, server=server, remote=remote, directory=w.directory,
+               login_group=w.call("SELECT login_group FROM datatable_roles.settings")[0][0],
                windmill=request.param == "windmill",
                state={"enabled": dict.fromkeys(w.role_names, True)})
     if remote is not None:
@@ -307,7 +308,8 @@ def test_resolve_matches_the_model(pool, uid, sc):
             assert login.startswith("wm_set_") and kind == "set"   # R7
         if pool["remote"] is not None and got_roles != ["admin"]:
             # There, the login holds exactly its roles and logs in with its password.
-            assert pool["remote"].role(login) == {"login": True, "member_of": got_roles}
+            assert pool["remote"].role(login) == {
+                "login": True, "member_of": sorted([*got_roles, pool["login_group"]])}
             with psycopg.connect(pool["remote"].login_conninfo(login, password, pool["db"][0])):
                 pass
 

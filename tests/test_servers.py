@@ -50,6 +50,7 @@ def far(make_world, remote, uid):
                               ).format(sql.Identifier(region), sql.Identifier(role),
                                        sql.Literal(region)))
     w.far_db, w.far_admin = dbname, admin
+    (w.group,), = w.call("SELECT login_group FROM datatable_roles.settings")
     yield w
     remote.drop(dbname, uid)
 
@@ -81,6 +82,10 @@ def test_registering_a_server_tries_the_manager(make_world, remote):
     finally:
         with remote.su() as c:
             c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(w.uid + "_su")))
+    # A name that would end the $dtr$ blocks the package runs there is refused first.
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        w.call("SELECT register_datatable_server('s', '127.0.0.1', %s, 'm$dtr$; DROP ROLE x',"
+               " 'pw', 'disable')", [remote.cluster.port])
     assert w.call("SELECT name FROM datatable_roles.server ORDER BY name") == [("local",)]
     register_server(w, remote)
     with pytest.raises(psycopg.errors.DuplicateObject):
@@ -96,7 +101,9 @@ def test_a_viewer_gets_their_rows_on_the_other_server(far, remote):
     bob = resolve_far(w, "bob")
     assert rows_as(remote, bob) == [2, 5]
     # The login exists there only, holding exactly its role, and not here.
-    assert remote.role(alice[1]) == {"login": True, "member_of": [w.roles["emea"]]}
+    # (and the instance's login group, with no privilege, for pg_hba.conf rules as here)
+    assert remote.role(alice[1]) == {"login": True,
+                                     "member_of": sorted([w.roles["emea"], w.group])}
     assert w.call("SELECT count(*) FROM pg_roles WHERE rolname = %s", [alice[1]]) == [(0,)]
     # main, on local, has a database of the same name: alice's login there is another.
     assert w.resolve(w.job("alice", "u/alice"), "main", w.roles["emea"]).login != alice[1]
@@ -162,7 +169,7 @@ def test_a_rename_reaches_the_server(far, remote):
     assert remote.role(new) == {"login": False, "member_of": []}
     # The policy names the role in TO: it follows the rename (docs/policies.md).
     again = resolve_far(w, "alice")
-    assert again[3] == [new] and remote.role(again[1])["member_of"] == [new]
+    assert again[3] == [new] and remote.role(again[1])["member_of"] == sorted([new, w.group])
     assert rows_as(remote, again) == [1, 4]
 
 

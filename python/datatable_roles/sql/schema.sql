@@ -1441,6 +1441,21 @@ $$;
 
 ALTER FUNCTION datatable_roles.check_name(p_kind text, p_value text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.check_remote_login_name(p_login text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $_$
+BEGIN
+    IF octet_length(p_login) NOT BETWEEN 1 AND 63 OR strpos(p_login, '$') > 0 THEN
+        RAISE EXCEPTION 'invalid login name %', quote_literal(left(p_login, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A login on another server is named with 1 to 63 bytes and no ''$''.';
+    END IF;
+END;
+$_$;
+
+ALTER FUNCTION datatable_roles.check_remote_login_name(p_login text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.check_tenant_key(p_key text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2803,6 +2818,13 @@ DECLARE
     held text;
     db text;
 BEGIN
+    IF to_regrole(%6$L) IS NULL THEN
+        CREATE ROLE %6$I WITH NOLOGIN NOINHERIT;
+        COMMENT ON ROLE %6$I IS %7$L;
+    ELSIF shobj_description(to_regrole(%6$L), 'pg_authid') IS DISTINCT FROM %7$L THEN
+        RAISE EXCEPTION 'a role named %% already exists on the server', %6$L
+            USING ERRCODE = 'duplicate_object';
+    END IF;
     SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = %1$L;
     IF NOT FOUND THEN
         CREATE ROLE %1$I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION
@@ -2825,17 +2847,28 @@ BEGIN
         END LOOP;
         FOR held IN
             SELECT g.rolname FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
-            WHERE m.member = taken.oid AND g.rolname <> ALL(%5$L::text[])
+            WHERE m.member = taken.oid AND g.rolname <> ALL(%5$L::text[] || %6$L::text)
         LOOP
             EXECUTE format('REVOKE %%I FROM %%I', held, %1$L);
         END LOOP;
         GRANT %4$s TO %1$I;
     END IF;
+    EXECUTE format('GRANT %%I TO %%I%%s', %6$L, %1$L,
+        CASE WHEN current_setting('server_version_num')::integer >= 160000
+            THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
     GRANT CONNECT ON DATABASE %2$I TO %1$I;
+    IF EXISTS (
+        SELECT FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
+        WHERE m.member = to_regrole(%1$L) AND g.rolname <> ALL(%5$L::text[] || %6$L::text)
+    ) THEN
+        RAISE EXCEPTION 'login %% holds a role the manager cannot take back', %1$L
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
 END
 $dtr$
 $s$, p_login, p_dbname, p_verifier,
-        (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names));
+        (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names,
+        datatable_roles.login_group(), datatable_roles.server_role_marker(0)));
 END;
 $_$;
 
@@ -5595,6 +5628,7 @@ BEGIN
             USING ERRCODE = 'duplicate_object';
     END IF;
     IF on_server.name <> 'local' THEN
+        PERFORM datatable_roles.check_remote_login_name(register_datatable.admin_login);
         PERFORM datatable_roles.take_remote_admin_login(on_server.name, register_datatable.dbname,
             register_datatable.admin_login, register_datatable.admin_password);
         INSERT INTO datatable_roles.datatable (
@@ -5654,6 +5688,7 @@ BEGIN
     PERFORM datatable_roles.require(register_datatable_server.manager_login, 'manager_login');
     PERFORM datatable_roles.require(register_datatable_server.manager_password, 'manager_password');
     PERFORM datatable_roles.check_dbname(register_datatable_server.maintenance_db);
+    PERFORM datatable_roles.check_remote_login_name(register_datatable_server.manager_login);
     IF register_datatable_server.host = '' OR register_datatable_server.manager_password = ''
         OR register_datatable_server.port NOT BETWEEN 1 AND 65535
         OR coalesce(register_datatable_server.sslmode, '') NOT IN
@@ -6620,6 +6655,8 @@ REVOKE ALL ON FUNCTION datatable_roles.check_dbname(p_dbname text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.check_email(p_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.check_name(p_kind text, p_value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.check_remote_login_name(p_login text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.check_tenant_key(p_key text) FROM PUBLIC;
 

@@ -254,6 +254,7 @@ BEGIN
             USING ERRCODE = 'duplicate_object';
     END IF;
     IF on_server.name <> 'local' THEN
+        PERFORM datatable_roles.check_remote_login_name(register_datatable.admin_login);
         PERFORM datatable_roles.take_remote_admin_login(on_server.name, register_datatable.dbname,
             register_datatable.admin_login, register_datatable.admin_password);
         INSERT INTO datatable_roles.datatable (
@@ -324,6 +325,7 @@ BEGIN
     PERFORM datatable_roles.require(register_datatable_server.manager_login, 'manager_login');
     PERFORM datatable_roles.require(register_datatable_server.manager_password, 'manager_password');
     PERFORM datatable_roles.check_dbname(register_datatable_server.maintenance_db);
+    PERFORM datatable_roles.check_remote_login_name(register_datatable_server.manager_login);
     IF register_datatable_server.host = '' OR register_datatable_server.manager_password = ''
         OR register_datatable_server.port NOT BETWEEN 1 AND 65535
         OR coalesce(register_datatable_server.sslmode, '') NOT IN

@@ -73,6 +73,23 @@ EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection OR invalid_password
 END;
 $$;
 
+-- A login name the package writes into statements it runs on another
+-- server (the manager's, an admin login's): 1 to 63 bytes with no '$', so
+-- that no name can end the $dtr$-quoted blocks those statements are (22023).
+CREATE OR REPLACE FUNCTION datatable_roles.check_remote_login_name(p_login text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF octet_length(p_login) NOT BETWEEN 1 AND 63 OR strpos(p_login, '$') > 0 THEN
+        RAISE EXCEPTION 'invalid login name %', quote_literal(left(p_login, 80))
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A login on another server is named with 1 to 63 bytes and no ''$''.';
+    END IF;
+END;
+$$;
+
 -- Before acting on a refusal in p_dbname on a server: the package itself
 -- must still get in there (the link login here, the manager elsewhere),
 -- else 08001 with libpq's reason and nothing changes (require_link_reaches).
@@ -340,7 +357,8 @@ $s$, p_old, p_new)
 $$;
 
 -- The marker a role made on a server by this instance carries (its comment
--- there), so that one made before a local rollback is known again.
+-- there), so that one made before a local rollback is known again; role 0
+-- is the instance's login group there.
 CREATE OR REPLACE FUNCTION datatable_roles.server_role_marker(p_role_id bigint)
 RETURNS text
 LANGUAGE sql STABLE
@@ -385,12 +403,18 @@ END;
 $$;
 
 -- Makes or takes back a login on a server (make_login's remote half), in
--- one transaction there, as the manager: created with exactly its roles
--- and CONNECT on its one database (the manager holds CONNECT there WITH
--- GRANT OPTION from the admin login, register_datatable); when it exists,
--- given the new verifier, its attributes, settings (in every database) and
--- memberships made exact again. Only attributes to change are named (from
--- 16 on, naming one the manager lacks is refused).
+-- one transaction there, as the manager: created with exactly its roles,
+-- the instance's login group (made there first, for pg_hba.conf rules as on
+-- local; from 16 on without INHERIT or SET) and CONNECT on its one database
+-- (the manager holds CONNECT there WITH GRANT OPTION from the admin login,
+-- register_datatable); when it exists, given the new verifier, its
+-- attributes, settings (in every database) and memberships made exact again.
+-- Only attributes to change are named (from 16 on, naming one the manager
+-- lacks is refused). Last, its memberships are checked to be exactly those:
+-- one the manager could not take back (granted by another role) fails the
+-- whole (42501), so no login there ever holds more than the catalog says.
+-- A login group of that name that this instance did not make is refused
+-- (42710): on 15 its privileges would pass to every login.
 CREATE OR REPLACE FUNCTION datatable_roles.make_login_on_server(
     p_server text, p_login text, p_dbname text, p_names text[], p_verifier text
 )
@@ -405,6 +429,13 @@ DECLARE
     held text;
     db text;
 BEGIN
+    IF to_regrole(%6$L) IS NULL THEN
+        CREATE ROLE %6$I WITH NOLOGIN NOINHERIT;
+        COMMENT ON ROLE %6$I IS %7$L;
+    ELSIF shobj_description(to_regrole(%6$L), 'pg_authid') IS DISTINCT FROM %7$L THEN
+        RAISE EXCEPTION 'a role named %% already exists on the server', %6$L
+            USING ERRCODE = 'duplicate_object';
+    END IF;
     SELECT pr.* INTO taken FROM pg_roles AS pr WHERE pr.rolname = %1$L;
     IF NOT FOUND THEN
         CREATE ROLE %1$I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION
@@ -427,17 +458,28 @@ BEGIN
         END LOOP;
         FOR held IN
             SELECT g.rolname FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
-            WHERE m.member = taken.oid AND g.rolname <> ALL(%5$L::text[])
+            WHERE m.member = taken.oid AND g.rolname <> ALL(%5$L::text[] || %6$L::text)
         LOOP
             EXECUTE format('REVOKE %%I FROM %%I', held, %1$L);
         END LOOP;
         GRANT %4$s TO %1$I;
     END IF;
+    EXECUTE format('GRANT %%I TO %%I%%s', %6$L, %1$L,
+        CASE WHEN current_setting('server_version_num')::integer >= 160000
+            THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END);
     GRANT CONNECT ON DATABASE %2$I TO %1$I;
+    IF EXISTS (
+        SELECT FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
+        WHERE m.member = to_regrole(%1$L) AND g.rolname <> ALL(%5$L::text[] || %6$L::text)
+    ) THEN
+        RAISE EXCEPTION 'login %% holds a role the manager cannot take back', %1$L
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
 END
 $dtr$
 $s$, p_login, p_dbname, p_verifier,
-        (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names));
+        (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names,
+        datatable_roles.login_group(), datatable_roles.server_role_marker(0)));
 END;
 $$;
 
