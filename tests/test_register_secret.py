@@ -74,3 +74,44 @@ def test_no_terminal_and_no_source_is_a_usage_error(meta_db, monkeypatch, capsys
     code, out, err = run(capsys, "--dsn", meta_db.owner_conninfo, "set-admin-password", WS,
                          "hr", "--password-env", "DTR_TEST_SURELY_UNSET")
     assert code == 2 and "DTR_TEST_SURELY_UNSET: the variable is not set or empty" in err
+
+
+def test_register_server_and_a_far_data_table_leave_no_password_in_either_log(
+        cluster, meta_db, remote, uid, monkeypatch, capsys):
+    """register-server (the manager's password) and register-datatable --server (the admin's
+    there): neither password in this cluster's log nor the other server's, a mistyped one
+    included."""
+    with connect(meta_db.owner_conninfo) as owner:
+        owner.execute("SELECT add_workspace(%s)", [WS])
+    dbname, admin = f"{uid}_farsecret", f"{uid}_farsecret_admin"
+    admin_password = remote.datatable_db(dbname, admin)
+    wrong = secrets.token_hex(16)
+    starts = (cluster.log_path.stat().st_size, remote.cluster.log_path.stat().st_size)
+    for c in (cluster, remote.cluster):
+        c.set_setting("log_statement", "all")
+    try:
+        monkeypatch.setenv("DTR_TEST_MANAGER_PASSWORD", wrong)
+        code, out, err = run(capsys, "--dsn", meta_db.owner_conninfo, "register-server", "b",
+                             "127.0.0.1", str(remote.cluster.port), "dtr_manager", "--sslmode",
+                             "disable", "--password-env", "DTR_TEST_MANAGER_PASSWORD")
+        assert code == 1 and "InvalidPassword" in err and wrong not in err, err
+        monkeypatch.setenv("DTR_TEST_MANAGER_PASSWORD", remote.manager_password)
+        code, out, err = run(capsys, "--dsn", meta_db.owner_conninfo, "register-server", "b",
+                             "127.0.0.1", str(remote.cluster.port), "dtr_manager", "--sslmode",
+                             "disable", "--password-env", "DTR_TEST_MANAGER_PASSWORD")
+        assert code == 0 and "registered server b" in out, err
+        monkeypatch.setenv("DTR_TEST_ADMIN_PASSWORD", admin_password)
+        code, out, err = run(capsys, "--dsn", meta_db.owner_conninfo, "register-datatable",
+                             WS, "far", dbname, admin, "--server", "b",
+                             "--password-env", "DTR_TEST_ADMIN_PASSWORD")
+        assert code == 0 and "on server b" in out, err
+    finally:
+        for c in (cluster, remote.cluster):
+            c.set_setting("log_statement", None)
+        remote.drop(dbname, uid)
+    logs = [c.log_path.read_bytes()[start:].decode("utf-8", errors="replace")
+            for c, start in zip((cluster, remote.cluster), starts)]
+    assert "register_datatable_server" in logs[0] and "GRANT CONNECT" in logs[1]
+    for log in logs:
+        for password in (wrong, remote.manager_password, admin_password):
+            assert password not in log

@@ -1,7 +1,7 @@
 """Command line interface: ``datatable-roles`` (also ``python -m datatable_roles``).
 
 Commands: migrate, status, explain, sweep, lint-policies, doctor, register-datatable,
-set-admin-password, usable-roles, preview-change, acl (show, plan, apply), sql-file,
+register-server, set-admin-password, usable-roles, preview-change, acl (show, plan, apply), sql-file,
 verifier. Global options: ``--dsn``
 (libpq conninfo or URL of the metadata database, for every command; empty: the PG*
 environment variables) and ``--json`` (machine output; also accepted after the command).
@@ -171,11 +171,24 @@ def cmd_register_datatable(args: argparse.Namespace) -> Output:
     """register_datatable, the admin password in no statement text and no bind parameter."""
     with metadata_client(args.dsn) as client:
         datatable_id = client.register_datatable(args.workspace, args.name, args.dbname,
-                                                 args.admin_login, args.secret)
-    return Output({"id": datatable_id, "workspace": args.workspace, "name": args.name},
+                                                 args.admin_login, args.secret, args.server)
+    where = "" if args.server == "local" else f" on server {args.server}"
+    return Output({"id": datatable_id, "workspace": args.workspace, "name": args.name,
+                   "server": args.server},
                   f"registered data table {args.workspace}/{args.name} (id {datatable_id}) on "
-                  f"database {args.dbname}, admin login {args.admin_login}; its default role "
-                  "is admin until you set another (set_datatable_default_role)")
+                  f"database {args.dbname}{where}, admin login {args.admin_login}; its default "
+                  "role is admin until you set another (set_datatable_default_role)")
+
+
+def cmd_register_server(args: argparse.Namespace) -> Output:
+    """register_datatable_server, the manager's password in no statement text or parameter."""
+    with metadata_client(args.dsn) as client:
+        client.register_datatable_server(args.name, args.host, args.port, args.manager_login,
+                                         args.secret, args.sslmode, args.maintenance_db)
+    return Output({"name": args.name, "host": args.host, "port": args.port},
+                  f"registered server {args.name} ({args.host}:{args.port}, sslmode "
+                  f"{args.sslmode}), managed by {args.manager_login}; register data tables "
+                  f"on it with register-datatable --server {args.name}")
 
 
 def cmd_set_admin_password(args: argparse.Namespace) -> Output:
@@ -541,7 +554,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     p.add_argument("dbname", metavar="DBNAME")
     p.add_argument("admin_login", metavar="ADMIN_LOGIN")
+    p.add_argument("--server", default="local",
+                   help="the server DBNAME is on (register-server; default local: this "
+                        "cluster)")
     p.set_defaults(func=cmd_register_datatable, parser=p, prepare=read_secret)
+
+    p = command("register-server", "register another PostgreSQL server data tables may be on",
+                "register_datatable_server: server NAME at HOST:PORT, where MANAGER_LOGIN "
+                "(NOSUPERUSER, CREATEROLE, pg_signal_backend: a managed service's admin role) "
+                "makes the catalog roles and logins (docs/servers.md). Its password is read as "
+                "register-datatable reads the admin's, and tried as a login. As the package "
+                "owner.", parents=(with_dsn, secret))
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("host", metavar="HOST")
+    p.add_argument("port", metavar="PORT", type=int)
+    p.add_argument("manager_login", metavar="MANAGER_LOGIN")
+    p.add_argument("--sslmode", default="require", help="libpq sslmode (default require)")
+    p.add_argument("--maintenance-db", default="postgres",
+                   help="the database the manager connects to for role statements "
+                        "(default postgres)")
+    p.set_defaults(func=cmd_register_server, parser=p, prepare=read_secret)
 
     p = command("set-admin-password", "give the package a data table's new admin password",
                 "set_datatable_admin_password, after the admin login's password was changed "
