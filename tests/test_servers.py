@@ -173,14 +173,28 @@ def test_a_rename_reaches_the_server(far, remote):
     assert rows_as(remote, again) == [1, 4]
 
 
-def test_the_sweep_drops_unused_logins_there(far, remote):
+def test_the_sweep_drops_unused_logins_there_and_their_objects_pass_inert(far, remote):
     w = far
     alice = resolve_far(w, "alice")
+    with remote.su(w.far_db) as c:
+        c.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
+            sql.Identifier(w.roles["emea"])))
+    # Without the role option, the one-role login's table is its own.
+    with psycopg.connect(remote.login_conninfo(*alice[1:3], w.far_db), autocommit=True) as c:
+        c.execute("CREATE TABLE scratch (n int)")
+        c.execute("CREATE FUNCTION public.lower(text) RETURNS text LANGUAGE sql"
+                  " SECURITY DEFINER AS 'SELECT 1::text'")
     w.advance_clock("40 days")
     report = w.sweep()
-    assert report["dropped"] == 1, report
+    assert report["dropped"] == 1 and report["unfinished"] == [], report
     assert remote.role(alice[1]) is None
     assert w.rows() == {}
+    schema, owner = quarantined(remote, w.far_db, "scratch")
+    assert owner == w.far_admin and schema.startswith("wm_quarantine_")
+    with remote.su(w.far_db) as c:
+        assert c.execute("SELECT prosecdef FROM pg_proc WHERE proname = 'lower'"
+                         " AND pronamespace <> 'pg_catalog'::regnamespace").fetchall() == [(False,)]
+    assert remote.role(w.far_admin)["member_of"] == []
 
 
 def test_a_role_made_there_by_someone_else_is_not_adopted(far, remote):
@@ -260,7 +274,7 @@ def test_a_rename_and_a_drop_while_the_server_is_down_are_applied_in_order(far, 
         assert queued == [f"rename of role {w.roles['emea']} to {renamed}",
                           f"retirement of login {alice[1]}",
                           f"membership of {w.far_admin} in role {renamed} for its drop",
-                          f"privileges of role {renamed} in database {w.far_db}",
+                          f"objects and privileges of role {renamed} in database {w.far_db}",
                           f"end of membership of {w.far_admin} in role {renamed}",
                           f"drop of role {renamed}"]
         with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
@@ -276,20 +290,34 @@ def test_a_rename_and_a_drop_while_the_server_is_down_are_applied_in_order(far, 
     assert remote.role(w.far_admin)["member_of"] == []
 
 
-def test_dropping_a_role_that_owns_something_there_is_refused_and_changes_nothing(far, remote):
+def quarantined(remote: Remote, dbname: str, table: str) -> tuple[str, str] | None:
+    """(schema, owner) of ``table`` there, or None."""
+    with remote.su(dbname) as c:
+        return c.execute("SELECT schemaname, tableowner FROM pg_tables WHERE tablename = %s",
+                         [table]).fetchone()
+
+
+def test_a_dropped_role_s_objects_there_pass_to_the_admin_login_inert(far, remote):
     w = far
+    us = w.roles["us"]
     with remote.su(w.far_db) as c:
-        c.execute(sql.SQL("CREATE TABLE notes (n text)"))
-        c.execute(sql.SQL("ALTER TABLE notes OWNER TO {}").format(
-            sql.Identifier(w.roles["us"])))
-    with pytest.raises(psycopg.errors.DependentObjectsStillExist):
-        w.call("SELECT drop_datatable_role(%s)", [w.roles["us"]])
-    assert w.call("SELECT count(*) FROM datatable_roles.catalog_role WHERE name = %s",
-                  [w.roles["us"]]) == [(1,)]
-    assert remote.role(w.roles["us"]) is not None
+        c.execute("CREATE TABLE notes (n text)")
+        c.execute("INSERT INTO notes VALUES ('kept')")
+        c.execute(sql.SQL("ALTER TABLE notes OWNER TO {}").format(sql.Identifier(us)))
+        c.execute(sql.SQL("GRANT SELECT ON notes TO PUBLIC"))
+    w.call("SELECT drop_datatable_role(%s)", [us])
+    assert remote.role(us) is None
+    schema, owner = quarantined(remote, w.far_db, "notes")
+    assert owner == w.far_admin and schema.startswith("wm_quarantine_")
+    with remote.su(w.far_db) as c:
+        assert c.execute(sql.SQL("SELECT n FROM {}.notes").format(sql.Identifier(schema))
+                         ).fetchall() == [("kept",)]
+        # inert: the grant to PUBLIC went with the move
+        assert c.execute("SELECT has_table_privilege('public', %s, 'SELECT')",
+                         [f"{schema}.notes"]).fetchone() == (False,)
     assert remote.role(w.far_admin)["member_of"] == []
     assert w.call("SELECT count(*) FROM datatable_roles.server_change") == [(0,)]
-    assert rows_as(remote, resolve_far(w, "bob")) == [2, 5]
+    assert rows_as(remote, resolve_far(w, "alice")) == [1, 4]
 
 
 def test_status_shows_the_server_and_what_it_has_not_applied(far, remote):

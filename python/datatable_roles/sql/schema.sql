@@ -1862,18 +1862,16 @@ BEGIN
         WHERE sr.role_id = p_role_id
         ORDER BY sr.server, d.dbname, d.id
     LOOP
-        PERFORM datatable_roles.run_or_queue(target.server, format(
-            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN GRANT %I TO %I; END IF; END $dtr$',
-            p_name, p_name, target.admin_login), format('membership of %s in role %s for its drop',
-            target.admin_login, p_name));
-        PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format(
-            'DO $dtr$ BEGIN IF pg_has_role(current_user, coalesce(to_regrole(%L), 0), %L) THEN'
-            ' DROP OWNED BY %I; END IF; END $dtr$', p_name, 'USAGE', p_name),
-            format('privileges of role %s in database %s', p_name, target.dbname), true);
-        PERFORM datatable_roles.run_or_queue(target.server, format(
-            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN REVOKE %I FROM %I; END IF; END $dtr$',
-            p_name, p_name, target.admin_login), format('end of membership of %s in role %s',
-            target.admin_login, p_name));
+        PERFORM datatable_roles.run_or_queue(target.server,
+            datatable_roles.membership_statement(p_name, target.admin_login, true),
+            format('membership of %s in role %s for its drop', target.admin_login, p_name));
+        PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname,
+            datatable_roles.move_statement(p_name, target.admin_login),
+            format('objects and privileges of role %s in database %s', p_name, target.dbname),
+            true);
+        PERFORM datatable_roles.run_or_queue(target.server,
+            datatable_roles.membership_statement(p_name, target.admin_login, false),
+            format('end of membership of %s in role %s', target.admin_login, p_name));
     END LOOP;
     PERFORM datatable_roles.run_or_queue(sr.server, format(
         'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN DROP ROLE %I; END IF; END $dtr$',
@@ -2089,7 +2087,7 @@ BEGIN
     PERFORM datatable_roles.session_close('datatable_roles_server');
     PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
         datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
-        || ' options=' || datatable_roles.conninfo_value('-c statement_timeout=0'));
+        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
     PERFORM datatable_roles.session_exec('datatable_roles_server', p_statement);
     PERFORM datatable_roles.session_close('datatable_roles_server');
 END;
@@ -2886,8 +2884,7 @@ BEGIN
         datatable_roles.server_conninfo(p_server, coalesce(p_dbname, sv.maintenance_db),
             sv.manager_login, sv.manager_password)
         -- The manager's own settings must not shorten or redirect what runs.
-        || ' options=' || datatable_roles.conninfo_value(
-            '-c statement_timeout=0 -c default_transaction_read_only=off'));
+        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
     RETURN 'datatable_roles_manager';
 END;
 $$;
@@ -2935,6 +2932,17 @@ $$;
 
 ALTER FUNCTION datatable_roles.member_keys(p_workspace text, p_username text, p_email text, p_incarnation text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.membership_statement(p_victim text, p_admin text, p_grant boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT format(
+        'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN %s %I %s %I; END IF; END $dtr$',
+        p_victim, CASE WHEN p_grant THEN 'GRANT' ELSE 'REVOKE' END, p_victim,
+        CASE WHEN p_grant THEN 'TO' ELSE 'FROM' END, p_admin)
+$_$;
+
+ALTER FUNCTION datatable_roles.membership_statement(p_victim text, p_admin text, p_grant boolean) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2975,6 +2983,26 @@ END;
 $_$;
 
 ALTER FUNCTION datatable_roles.move_objects_of(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.move_statement(p_victim text, p_heir text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $_$
+    SELECT format($s$DO $dtr$
+BEGIN
+    IF pg_catalog.pg_has_role(current_user, coalesce(pg_catalog.to_regrole(%1$L), 0), 'USAGE') THEN
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM pg_catalog.set_config('datatable_roles.quarantine_victim', %1$L, true);
+        PERFORM pg_catalog.set_config('datatable_roles.quarantine_heir', %2$L, true);
+        EXECUTE %3$L;
+        REASSIGN OWNED BY %1$I TO %2$I;
+        DROP OWNED BY %1$I;
+    END IF;
+END
+$dtr$
+$s$, p_victim, p_heir, rtrim(datatable_roles.remote_script_body('quarantine'), E' \n;'))
+$_$;
+
+ALTER FUNCTION datatable_roles.move_statement(p_victim text, p_heir text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean DEFAULT false) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3305,41 +3333,6 @@ $$;
 
 ALTER FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(p_role_id bigint, p_name text) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
-    AS $_$
-DECLARE
-    on_server text;
-    owned text;
-BEGIN
-    FOR on_server IN
-        SELECT sr.server FROM datatable_roles.server_role AS sr
-        WHERE sr.role_id = p_role_id ORDER BY sr.server
-    LOOP
-        BEGIN
-            owned := datatable_roles.value_as_manager(on_server, format(
-                $q$SELECT string_agg(DISTINCT pd.datname, ', ') FROM pg_shdepend AS sd
-                JOIN pg_database AS pd ON pd.oid = sd.dbid
-                WHERE sd.refobjid = to_regrole(%L) AND sd.deptype = 'o'$q$, p_name));
-        EXCEPTION WHEN OTHERS THEN
-            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
-                RAISE;
-            END IF;
-            owned := NULL;
-        END;
-        IF owned IS NOT NULL THEN
-            RAISE EXCEPTION 'role % owns objects on server % (in %): it cannot be dropped',
-                quote_literal(p_name), on_server, owned
-                USING ERRCODE = 'dependent_objects_still_exist',
-                      HINT = 'Move them there (REASSIGN OWNED, as a role holding both), then drop it again.';
-        END IF;
-    END LOOP;
-END;
-$_$;
-
-ALTER FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(p_role_id bigint, p_name text) OWNER TO dtr_owner;
-
 CREATE FUNCTION datatable_roles.refuse_while_pending(p_server text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -3393,6 +3386,16 @@ END;
 $$;
 
 ALTER FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.remote_admin_of(p_server text, p_dbname text) RETURNS TABLE(login text, password text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT d.admin_login, d.admin_password FROM datatable_roles.datatable AS d
+    WHERE d.server = p_server AND d.dbname = p_dbname AND d.governing_id IS NULL
+    ORDER BY d.id LIMIT 1
+$$;
+
+ALTER FUNCTION datatable_roles.remote_admin_of(p_server text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.remote_script_body(p_name text) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -4055,6 +4058,15 @@ $$;
 
 ALTER FUNCTION datatable_roles.server_role_marker(p_role_id bigint) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.server_session_options() RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT '-c search_path=pg_catalog,pg_temp -c statement_timeout=0'
+        || ' -c default_transaction_read_only=off -c lock_timeout=0'
+$$;
+
+ALTER FUNCTION datatable_roles.server_session_options() OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.session_cancel(p_name text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -4360,8 +4372,17 @@ CREATE FUNCTION datatable_roles.sweep_drop_on_server(p_server text, p_login text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $_$
+DECLARE
+    admin record;
 BEGIN
-    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+    SELECT a.* INTO admin FROM datatable_roles.remote_admin_of(p_server, p_dbname) AS a;
+    BEGIN
+        PERFORM datatable_roles.exec_as_manager(p_server,
+            datatable_roles.membership_statement(p_login, admin.login, true));
+        PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.login, admin.password,
+            datatable_roles.move_statement(p_login, admin.login));
+        PERFORM datatable_roles.fault_point('sweep:after_move');
+        PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
 BEGIN
     IF to_regrole(%1$L) IS NOT NULL THEN
         REVOKE CONNECT ON DATABASE %2$I FROM %1$I;
@@ -4370,11 +4391,19 @@ BEGIN
 END
 $dtr$
 $s$, p_login, p_dbname));
+    EXCEPTION WHEN OTHERS THEN
+        outcome := 'unfinished';
+        reason := format('%s (server %s): %s', p_dbname, p_server, SQLERRM);
+        BEGIN
+            PERFORM datatable_roles.exec_as_manager(p_server,
+                datatable_roles.membership_statement(p_login, admin.login, false));
+        EXCEPTION WHEN OTHERS THEN
+            NULL;  -- unreachable too: the next sweep's grant and revoke come first
+        END;
+        RETURN;
+    END;
     DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
     outcome := 'dropped';
-EXCEPTION WHEN OTHERS THEN
-    outcome := 'unfinished';
-    reason := SQLERRM;
 END;
 $_$;
 
@@ -5236,9 +5265,6 @@ BEGIN
     LOOP
         PERFORM datatable_roles.lock_set_login(held);
     END LOOP;
-    -- Other servers first: a role that owns something there is refused
-    -- before anything changes, there or here.
-    PERFORM datatable_roles.refuse_drop_of_owner_on_servers(target.id, target.name);
     -- In sessions of their own: DROP OWNED there also revokes the role's
     -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);
@@ -6800,7 +6826,11 @@ REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username 
 
 REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text, p_email text, p_incarnation text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.membership_statement(p_victim text, p_admin text, p_grant boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.move_statement(p_victim text, p_heir text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.name_ok(p_value text, p_ascii boolean) FROM PUBLIC;
 
@@ -6832,11 +6862,11 @@ REVOKE ALL ON FUNCTION datatable_roles.refuse(d datatable_roles.decision, p_data
 
 REVOKE ALL ON FUNCTION datatable_roles.refuse_admin_password(p_label text, p_admin_login text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(p_role_id bigint, p_name text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION datatable_roles.refuse_while_pending(p_server text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.rekey_set_login(p_row datatable_roles.datatable_role_set) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.remote_admin_of(p_server text, p_dbname text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.remote_script_body(p_name text) FROM PUBLIC;
 
@@ -6893,6 +6923,8 @@ REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterati
 REVOKE ALL ON FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_login text, p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.server_role_marker(p_role_id bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.server_session_options() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.session_cancel(p_name text) FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: 2cd9d2f8ef42880620447a3dd396b74341acf7a7d4df29f3bce14e97cb4e0125
+-- functions: b82cf2271e360829248f972d2ac5ceb494a6512bf5a54a69e9afd3ca5d6a0512
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the

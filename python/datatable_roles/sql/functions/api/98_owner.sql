@@ -181,9 +181,6 @@ BEGIN
     LOOP
         PERFORM datatable_roles.lock_set_login(held);
     END LOOP;
-    -- Other servers first: a role that owns something there is refused
-    -- before anything changes, there or here.
-    PERFORM datatable_roles.refuse_drop_of_owner_on_servers(target.id, target.name);
     -- In sessions of their own: DROP OWNED there also revokes the role's
     -- grants on databases, rows this transaction must not hold meanwhile.
     failed := datatable_roles.move_objects_of(target.name);

@@ -116,6 +116,19 @@ BEGIN
 END;
 $$;
 
+-- The startup options of the package's sessions on other servers: they
+-- override what the login's own settings say (a job handed the admin login
+-- may give it a search_path that finds its own functions first, or a tiny
+-- statement_timeout), so every statement the package runs there resolves
+-- names in pg_catalog first and runs to its end.
+CREATE OR REPLACE FUNCTION datatable_roles.server_session_options()
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT '-c search_path=pg_catalog,pg_temp -c statement_timeout=0'
+        || ' -c default_transaction_read_only=off -c lock_timeout=0'
+$$;
+
 -- Opens the manager's session on a server (not local), to p_dbname or the
 -- server's maintenance database; returns its name. 08001 when unreachable.
 CREATE OR REPLACE FUNCTION datatable_roles.manager_session(
@@ -133,8 +146,7 @@ BEGIN
         datatable_roles.server_conninfo(p_server, coalesce(p_dbname, sv.maintenance_db),
             sv.manager_login, sv.manager_password)
         -- The manager's own settings must not shorten or redirect what runs.
-        || ' options=' || datatable_roles.conninfo_value(
-            '-c statement_timeout=0 -c default_transaction_read_only=off'));
+        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
     RETURN 'datatable_roles_manager';
 END;
 $$;
@@ -483,19 +495,84 @@ $s$, p_login, p_dbname, p_verifier,
 END;
 $$;
 
+-- What a victim (a set login or a catalog role made there) owns in a data
+-- table database on another server passes to its admin login, inert first,
+-- as on local (75_quarantine.sql): one block, run there by the admin login
+-- while the manager has made it a member of the victim (REASSIGN OWNED needs
+-- the privileges of both; on local the link login is that member). It then
+-- drops what is left of the victim there (its privileges, its policy
+-- mentions). Nothing when the victim is gone, or the admin login holds it no
+-- more (run again after the membership was taken back): idempotent. The
+-- names reach the quarantine script as transaction-local settings, as on
+-- local; the script's text is a literal of the block.
+CREATE OR REPLACE FUNCTION datatable_roles.move_statement(p_victim text, p_heir text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT format($s$DO $dtr$
+BEGIN
+    IF pg_catalog.pg_has_role(current_user, coalesce(pg_catalog.to_regrole(%1$L), 0), 'USAGE') THEN
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        PERFORM pg_catalog.set_config('datatable_roles.quarantine_victim', %1$L, true);
+        PERFORM pg_catalog.set_config('datatable_roles.quarantine_heir', %2$L, true);
+        EXECUTE %3$L;
+        REASSIGN OWNED BY %1$I TO %2$I;
+        DROP OWNED BY %1$I;
+    END IF;
+END
+$dtr$
+$s$, p_victim, p_heir, rtrim(datatable_roles.remote_script_body('quarantine'), E' \n;'))
+$$;
+
+-- The manager's statements around a move: the admin login made a member of
+-- the victim (nothing when the victim is gone), and that membership taken
+-- back.
+CREATE OR REPLACE FUNCTION datatable_roles.membership_statement(
+    p_victim text, p_admin text, p_grant boolean
+)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format(
+        'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN %s %I %s %I; END IF; END $dtr$',
+        p_victim, CASE WHEN p_grant THEN 'GRANT' ELSE 'REVOKE' END, p_victim,
+        CASE WHEN p_grant THEN 'TO' ELSE 'FROM' END, p_admin)
+$$;
+
+-- The admin login of the data table on p_dbname there, with its password.
+CREATE OR REPLACE FUNCTION datatable_roles.remote_admin_of(p_server text, p_dbname text)
+RETURNS TABLE (login text, password text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.admin_login, d.admin_password FROM datatable_roles.datatable AS d
+    WHERE d.server = p_server AND d.dbname = p_dbname AND d.governing_id IS NULL
+    ORDER BY d.id LIMIT 1
+$$;
+
 -- The sweep's drop of a retired login on another server (sweep_drop's
--- remote half): CONNECT taken back and the login dropped there, then its
--- row. A login that owns something there is not dropped ('unfinished', with
--- PostgreSQL's reason): moving its objects to the admin login is not done on
--- other servers yet (docs/servers.md); it stays NOLOGIN without a password.
+-- remote half): what it owns in its database there passes to the admin
+-- login, inert (move_statement); CONNECT is taken back and the login
+-- dropped there; then its row. A failure (the server away, an object the
+-- quarantine refuses) is 'unfinished', with the reason, and the admin
+-- login's membership in it is taken back; the login stays NOLOGIN without a
+-- password, and the next sweep tries again.
 CREATE OR REPLACE FUNCTION datatable_roles.sweep_drop_on_server(
     p_server text, p_login text, p_dbname text, OUT outcome text, OUT reason text
 )
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
+DECLARE
+    admin record;
 BEGIN
-    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+    SELECT a.* INTO admin FROM datatable_roles.remote_admin_of(p_server, p_dbname) AS a;
+    BEGIN
+        PERFORM datatable_roles.exec_as_manager(p_server,
+            datatable_roles.membership_statement(p_login, admin.login, true));
+        PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.login, admin.password,
+            datatable_roles.move_statement(p_login, admin.login));
+        PERFORM datatable_roles.fault_point('sweep:after_move');
+        PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
 BEGIN
     IF to_regrole(%1$L) IS NOT NULL THEN
         REVOKE CONNECT ON DATABASE %2$I FROM %1$I;
@@ -504,11 +581,19 @@ BEGIN
 END
 $dtr$
 $s$, p_login, p_dbname));
+    EXCEPTION WHEN OTHERS THEN
+        outcome := 'unfinished';
+        reason := format('%s (server %s): %s', p_dbname, p_server, SQLERRM);
+        BEGIN
+            PERFORM datatable_roles.exec_as_manager(p_server,
+                datatable_roles.membership_statement(p_login, admin.login, false));
+        EXCEPTION WHEN OTHERS THEN
+            NULL;  -- unreachable too: the next sweep's grant and revoke come first
+        END;
+        RETURN;
+    END;
     DELETE FROM datatable_roles.datatable_role_set AS s WHERE s.login = p_login;
     outcome := 'dropped';
-EXCEPTION WHEN OTHERS THEN
-    outcome := 'unfinished';
-    reason := SQLERRM;
 END;
 $$;
 
@@ -529,53 +614,12 @@ BEGIN
 END;
 $$;
 
--- A drop of a catalog role that owns something on another server is
--- refused (2BP01) before anything changes: its objects would pass to the
--- admin login without being made inert first, which is not done on other
--- servers yet (docs/servers.md). A server that cannot be reached is not
--- asked (its queued drop stops there, and says why, if it does).
-CREATE OR REPLACE FUNCTION datatable_roles.refuse_drop_of_owner_on_servers(
-    p_role_id bigint, p_name text
-)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
-AS $$
-DECLARE
-    on_server text;
-    owned text;
-BEGIN
-    FOR on_server IN
-        SELECT sr.server FROM datatable_roles.server_role AS sr
-        WHERE sr.role_id = p_role_id ORDER BY sr.server
-    LOOP
-        BEGIN
-            owned := datatable_roles.value_as_manager(on_server, format(
-                $q$SELECT string_agg(DISTINCT pd.datname, ', ') FROM pg_shdepend AS sd
-                JOIN pg_database AS pd ON pd.oid = sd.dbid
-                WHERE sd.refobjid = to_regrole(%L) AND sd.deptype = 'o'$q$, p_name));
-        EXCEPTION WHEN OTHERS THEN
-            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
-                RAISE;
-            END IF;
-            owned := NULL;
-        END;
-        IF owned IS NOT NULL THEN
-            RAISE EXCEPTION 'role % owns objects on server % (in %): it cannot be dropped',
-                quote_literal(p_name), on_server, owned
-                USING ERRCODE = 'dependent_objects_still_exist',
-                      HINT = 'Move them there (REASSIGN OWNED, as a role holding both), then drop it again.';
-        END IF;
-    END LOOP;
-END;
-$$;
-
 -- Drops a catalog role on every other server that has it, after its logins
--- there were retired (refuse_drop_of_owner_on_servers ran first): in each
--- data table database there, its privileges and policy mentions go (DROP
--- OWNED, run by the admin login, which granted them, made a member of the
--- role by the manager for the moment), then the role. Unreachable: queued,
--- in that order.
+-- there were retired: in each data table database there, what it owns
+-- passes to the admin login, inert, and its privileges and policy mentions
+-- go (move_statement, run by the admin login, made a member of the role by
+-- the manager for the moment); then the role. Now, or queued in that order
+-- when the server cannot be reached (resolves there refuse until applied).
 CREATE OR REPLACE FUNCTION datatable_roles.drop_role_on_servers(p_role_id bigint, p_name text)
 RETURNS void
 LANGUAGE plpgsql
@@ -592,18 +636,16 @@ BEGIN
         WHERE sr.role_id = p_role_id
         ORDER BY sr.server, d.dbname, d.id
     LOOP
-        PERFORM datatable_roles.run_or_queue(target.server, format(
-            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN GRANT %I TO %I; END IF; END $dtr$',
-            p_name, p_name, target.admin_login), format('membership of %s in role %s for its drop',
-            target.admin_login, p_name));
-        PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname, format(
-            'DO $dtr$ BEGIN IF pg_has_role(current_user, coalesce(to_regrole(%L), 0), %L) THEN'
-            ' DROP OWNED BY %I; END IF; END $dtr$', p_name, 'USAGE', p_name),
-            format('privileges of role %s in database %s', p_name, target.dbname), true);
-        PERFORM datatable_roles.run_or_queue(target.server, format(
-            'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN REVOKE %I FROM %I; END IF; END $dtr$',
-            p_name, p_name, target.admin_login), format('end of membership of %s in role %s',
-            target.admin_login, p_name));
+        PERFORM datatable_roles.run_or_queue(target.server,
+            datatable_roles.membership_statement(p_name, target.admin_login, true),
+            format('membership of %s in role %s for its drop', target.admin_login, p_name));
+        PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname,
+            datatable_roles.move_statement(p_name, target.admin_login),
+            format('objects and privileges of role %s in database %s', p_name, target.dbname),
+            true);
+        PERFORM datatable_roles.run_or_queue(target.server,
+            datatable_roles.membership_statement(p_name, target.admin_login, false),
+            format('end of membership of %s in role %s', target.admin_login, p_name));
     END LOOP;
     PERFORM datatable_roles.run_or_queue(sr.server, format(
         'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN DROP ROLE %I; END IF; END $dtr$',
@@ -626,7 +668,7 @@ BEGIN
     PERFORM datatable_roles.session_close('datatable_roles_server');
     PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
         datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
-        || ' options=' || datatable_roles.conninfo_value('-c statement_timeout=0'));
+        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
     PERFORM datatable_roles.session_exec('datatable_roles_server', p_statement);
     PERFORM datatable_roles.session_close('datatable_roles_server');
 END;
