@@ -340,3 +340,55 @@ def test_status_shows_the_server_and_what_it_has_not_applied(far, remote):
     assert far_entry["server"] == "b"
     text = render_status(report)
     assert "Other servers" in text and "1, first: retirement of login wm_set_" in text
+
+
+def test_two_instances_share_the_server_each_with_its_own_logins(far, remote, make_world,
+                                                                  new_meta_db, uid):
+    """A second instance (its own metadata database) registers the same server with the
+    same manager: its roles and logins there are its own, and the first instance's sweep
+    and drops leave them alone."""
+    w = far
+    other = make_world(meta=new_meta_db(), tag="o", users={"alice": [], "publisher": []},
+                       tenants={"emea": ["u/alice"]})
+    remote.register(other.call)
+    admin, dbname = f"{uid}o_badmin", f"{uid}o_far"
+    password = remote.datatable_db(dbname, admin)
+    try:
+        other.call("SELECT register_datatable(%s, 'far', %s, %s, %s, 'b')",
+                   [other.ws, dbname, admin, password])
+        other.set_tenants("far", other.roles["emea"], ["u/alice"])
+        other.set_default("far", None)
+        mine, theirs = resolve_far(w, "alice"), resolve_far(other, "alice")
+        assert mine[1] != theirs[1]
+        (group,), = other.call("SELECT login_group FROM datatable_roles.settings")
+        assert group != w.group
+        assert remote.role(theirs[1]) == {"login": True,
+                                          "member_of": sorted([other.roles["emea"], group])}
+        # The first instance drops its emea role and sweeps everything: the other's stay.
+        w.call("SELECT drop_datatable_role(%s)", [w.roles["emea"]])
+        w.advance_clock("40 days")
+        assert w.sweep()["unfinished"] == []
+        assert remote.role(mine[1]) is None
+        assert remote.role(theirs[1])["login"] is True
+        with psycopg.connect(remote.login_conninfo(*theirs[1:3], dbname)) as c:
+            assert c.execute("SELECT current_user").fetchone() == (theirs[1],)
+    finally:
+        remote.drop(dbname, uid + "o")
+
+
+def test_a_rotation_the_server_cannot_take_leaves_the_sweep_going(far, remote):
+    w = far
+    alice = resolve_far(w, "alice")
+    w.advance_clock("2 days")
+    remote.cluster.pause()
+    try:
+        report = w.sweep()
+    finally:
+        remote.cluster.resume()
+    assert report["rotated"] == 0
+    assert [u["login"] for u in report["unfinished"]] == [alice[1]]
+    assert "rotation" in report["unfinished"][0]["reason"]
+    # Its password is unchanged and still logs in; the next sweep rotates it.
+    assert rows_as(remote, alice) == [1, 4]
+    assert w.sweep()["rotated"] == 1
+    assert resolve_far(w, "alice")[2] != alice[2]

@@ -4486,8 +4486,18 @@ BEGIN
         END IF;
         RETURN st || jsonb_build_object(finish.outcome, (st ->> finish.outcome)::integer + 1);
     ELSIF phase = 'maintain' AND victim IS NOT NULL THEN
-        outcome := datatable_roles.rotate_or_heal(victim);
         st := st || jsonb_build_object('i', i + 1);
+        BEGIN
+            outcome := datatable_roles.rotate_or_heal(victim);
+        EXCEPTION WHEN OTHERS THEN
+            -- A login on a server that cannot be reached keeps its password
+            -- until the next sweep; the others go on.
+            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                RAISE;
+            END IF;
+            RETURN st || jsonb_build_object('unfinished', (st -> 'unfinished')
+                || jsonb_build_object('login', victim, 'reason', 'rotation: ' || SQLERRM));
+        END;
         IF outcome IS NOT NULL THEN
             st := st || jsonb_build_object(outcome, (st ->> outcome)::integer + 1);
         END IF;

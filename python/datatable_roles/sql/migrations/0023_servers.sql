@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: b82cf2271e360829248f972d2ac5ceb494a6512bf5a54a69e9afd3ca5d6a0512
+-- functions: afd3082ab47866b8e6983e74e885edf67672d058eac13ed7d4d5f7c2b884b745
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the
