@@ -101,14 +101,17 @@ class Remote:
                 sql.Identifier(dbname), sql.Identifier(admin)))
         return password
 
-    def drop(self, dbname: str, role_prefix: str) -> None:
-        """Drop the database and every role named <role_prefix>... or wm_set_... there."""
+    def drop(self, dbname: str, role_prefix: str, *roles: str) -> None:
+        """Drop the database and every role named <role_prefix>... or wm_set_... there, then
+        ``roles`` (a login group, say)."""
         with self.su() as c:
             c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                 sql.Identifier(dbname)))
             for (name,) in c.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s OR"
                                      " rolname LIKE 'wm\\_set\\_%%'",
                                      [role_prefix + "%"]).fetchall():
+                c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+            for name in roles:
                 c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
     def login_conninfo(self, login: str, password: str, dbname: str,

@@ -52,7 +52,7 @@ def far(make_world, remote, uid):
     w.far_db, w.far_admin = dbname, admin
     (w.group,), = w.call("SELECT login_group FROM datatable_roles.settings")
     yield w
-    remote.drop(dbname, uid)
+    remote.drop(dbname, uid, w.group)
 
 
 def resolve_far(w, viewer: str, role: str | None = None):
@@ -392,3 +392,16 @@ def test_a_rotation_the_server_cannot_take_leaves_the_sweep_going(far, remote):
     assert rows_as(remote, alice) == [1, 4]
     assert w.sweep()["rotated"] == 1
     assert resolve_far(w, "alice")[2] != alice[2]
+
+
+def test_a_login_group_made_there_by_someone_else_is_not_joined(far, remote):
+    w = far
+    with remote.su(w.far_db) as c:
+        c.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(w.group)))
+        c.execute(sql.SQL("GRANT SELECT ON orders TO {}").format(sql.Identifier(w.group)))
+    with pytest.raises(psycopg.errors.DuplicateObject):
+        resolve_far(w, "alice")
+    with remote.su() as c:
+        assert c.execute("SELECT count(*) FROM pg_auth_members WHERE roleid = %s::regrole",
+                         [w.group]).fetchone() == (0,)
+    assert w.rows() == {}

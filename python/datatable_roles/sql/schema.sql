@@ -2809,8 +2809,33 @@ CREATE FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $_$
+DECLARE
+    session_name text := datatable_roles.manager_session(p_server);
+    login_group text := datatable_roles.login_group();
+    marker text := datatable_roles.server_role_marker(0);
+    -- One look first, in the same session: the version, whether the group
+    -- there is this instance's, whether the login is new.
+    probe text := datatable_roles.session_value(session_name, format(
+        'SELECT concat_ws('' '', current_setting(''server_version_num'')::integer >= 160000,'
+        ' shobj_description(to_regrole(%L), ''pg_authid'') IS NOT DISTINCT FROM %L,'
+        ' to_regrole(%L) IS NULL)', login_group, marker, p_login));
 BEGIN
-    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
+    IF probe IN ('true true true', 'false true true') THEN
+        -- First use, the common case: plain statements in one transaction
+        -- there (a PL/pgSQL block costs its compilation in a new backend).
+        PERFORM datatable_roles.session_exec(session_name, format(
+            'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
+            ' PASSWORD %L IN ROLE %s; GRANT %I TO %I%s; GRANT CONNECT ON DATABASE %I TO %I',
+            p_login, p_verifier,
+            (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n),
+            login_group, p_login,
+            CASE WHEN starts_with(probe, 'true') THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END,
+            p_dbname, p_login));
+        PERFORM datatable_roles.session_close(session_name);
+        RETURN;
+    END IF;
+    -- Taken back, or the group to make (or refuse): the whole block.
+    PERFORM datatable_roles.session_exec(session_name, format($s$DO $dtr$
 DECLARE
     taken record;
     held text;
@@ -2866,7 +2891,8 @@ END
 $dtr$
 $s$, p_login, p_dbname, p_verifier,
         (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names,
-        datatable_roles.login_group(), datatable_roles.server_role_marker(0)));
+        login_group, marker));
+    PERFORM datatable_roles.session_close(session_name);
 END;
 $_$;
 
