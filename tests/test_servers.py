@@ -107,6 +107,16 @@ def test_a_viewer_gets_their_rows_on_the_other_server(far, remote):
     assert w.call("SELECT count(*) FROM pg_roles WHERE rolname = %s", [alice[1]]) == [(0,)]
     # main, on local, has a database of the same name: alice's login there is another.
     assert w.resolve(w.job("alice", "u/alice"), "main", w.roles["emea"]).login != alice[1]
+    # bob's was made by the first use's plain statements (the group exists by then), alice's
+    # by the whole block: both are in the group with no privilege of it (16+: no INHERIT, no
+    # SET; 15: the group is NOINHERIT and has none).
+    with remote.su() as c:
+        if c.info.server_version >= 160000:
+            assert c.execute(
+                "SELECT array_agg(DISTINCT (inherit_option, set_option)::text) FROM pg_auth_members"
+                " WHERE roleid = %s::regrole AND member IN (%s::regrole, %s::regrole)",
+                [w.group, alice[1], bob[1]]).fetchone() == (["(f,f)"],)
+    assert remote.role(bob[1]) == {"login": True, "member_of": sorted([w.roles["us"], w.group])}
     # The catalog roles were made there as NOLOGIN roles.
     assert remote.role(w.roles["emea"]) == {"login": False, "member_of": []}
 

@@ -2820,7 +2820,7 @@ DECLARE
         ' shobj_description(to_regrole(%L), ''pg_authid'') IS NOT DISTINCT FROM %L,'
         ' to_regrole(%L) IS NULL)', login_group, marker, p_login));
 BEGIN
-    IF probe IN ('true true true', 'false true true') THEN
+    IF probe IN ('t t t', 'f t t') THEN  -- (booleans print as t and f)
         -- First use, the common case: plain statements in one transaction
         -- there (a PL/pgSQL block costs its compilation in a new backend).
         PERFORM datatable_roles.session_exec(session_name, format(
@@ -2829,7 +2829,7 @@ BEGIN
             p_login, p_verifier,
             (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n),
             login_group, p_login,
-            CASE WHEN starts_with(probe, 'true') THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END,
+            CASE WHEN starts_with(probe, 't') THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END,
             p_dbname, p_login));
         PERFORM datatable_roles.session_close(session_name);
         RETURN;

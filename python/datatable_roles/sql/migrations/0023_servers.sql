@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: c8a8a5c5a4143995f00c47a69b7ce950bb9be02edabb86fc1a87c4bb540d88b4
+-- functions: 07d65daac027753d8357608bb9a860472a48821132b5a5e96689273b2485ebc3
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the
