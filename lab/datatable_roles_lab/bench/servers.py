@@ -125,19 +125,22 @@ def measure_servers(world: World, pgbench: Pgbench, results: Results) -> None:
             note=f"per transaction: remote {1e6 / statistics.median(tps['far']):.0f} µs, "
                  f"local {1e6 / statistics.median(tps['near']):.0f} µs"))
         # 16b: first use there, against a local first use plus one round trip there.
-        per = {"far": [], "near": [], "trip": []}
+        per = {"far": [], "near": [], "trip": [], "dblink": []}
         ratios = []
-        with Client(inst.worker_ci) as worker:
+        with Client(inst.worker_ci) as worker, connect(inst.owner_ci) as owner:
             i = 0
             for _ in range(cfg.reps):
                 t = dict.fromkeys(per, 0.0)
                 for _ in range(cfg.first_use_ops):
-                    for side in (("far", "near", "trip") if i % 2 == 0
-                                 else ("trip", "near", "far")):
+                    for side in (("far", "near", "trip", "dblink") if i % 2 == 0
+                                 else ("dblink", "trip", "near", "far")):
                         t0 = time.perf_counter()
                         if side == "trip":
                             with connect(manager_ci) as conn:
                                 conn.execute("SELECT 1")
+                        elif side == "dblink":  # the same, as the package makes it
+                            owner.execute("SELECT datatable_roles.exec_as_manager('b',"
+                                          " 'SET datatable_roles.bench = 1')")
                         else:
                             res = worker.resolve(jobs[i], f"dt_{side}_first")
                             assert res.kind == "set", res
@@ -153,7 +156,9 @@ def measure_servers(world: World, pgbench: Pgbench, results: Results) -> None:
             cfg.reps, ratios, 1.0, False,
             note=f"per op: remote {statistics.median(per['far']):.2f} ms, local "
                  f"{statistics.median(per['near']):.2f} ms, round trip "
-                 f"{statistics.median(per['trip']):.2f} ms"))
+                 f"{statistics.median(per['trip']):.2f} ms (the same through dblink from the "
+                 f"metadata database, as the package opens it: "
+                 f"{statistics.median(per['dblink']):.2f} ms)"))
         results.notes.append(f"16: the second server is PostgreSQL {version} on this machine "
                              "(127.0.0.1, no TLS).")
         log("servers: " + ", ".join(f"{k} {statistics.median(v):.2f} ms"
