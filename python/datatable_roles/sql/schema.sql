@@ -2084,11 +2084,8 @@ CREATE FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname text, p
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_server');
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
-        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
-        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
-    PERFORM datatable_roles.session_exec('datatable_roles_server', p_statement);
+    PERFORM datatable_roles.session_exec(
+        datatable_roles.server_session_open(p_server, p_dbname, p_login, p_password), p_statement);
     PERFORM datatable_roles.session_close('datatable_roles_server');
 END;
 $$;
@@ -2102,7 +2099,7 @@ CREATE FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text,
 BEGIN
     PERFORM datatable_roles.session_exec(
         datatable_roles.manager_session(p_server, p_dbname), p_statement);
-    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    PERFORM datatable_roles.session_close('datatable_roles_server');
 END;
 $$;
 
@@ -2119,11 +2116,9 @@ BEGIN
         PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
         RETURN;
     END IF;
-    SELECT d.admin_login, d.admin_password INTO admin FROM datatable_roles.datatable AS d
-    WHERE d.server = p_server AND d.dbname = p_dbname AND d.governing_id IS NULL
-    ORDER BY d.id LIMIT 1;
-    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.admin_login,
-        admin.admin_password, p_statement);
+    SELECT a.* INTO admin FROM datatable_roles.remote_admin_of(p_server, p_dbname) AS a;
+    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.login, admin.password,
+        p_statement);
 END;
 $$;
 
@@ -2899,20 +2894,11 @@ $_$;
 ALTER FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text, p_dbname text, p_names text[], p_verifier text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.manager_session(p_server text, p_dbname text DEFAULT NULL::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    LANGUAGE sql
     AS $$
-DECLARE
-    sv datatable_roles.server := datatable_roles.require_server(p_server);
-BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_manager');
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_manager',
-        datatable_roles.server_conninfo(p_server, coalesce(p_dbname, sv.maintenance_db),
-            sv.manager_login, sv.manager_password)
-        -- The manager's own settings must not shorten or redirect what runs.
-        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
-    RETURN 'datatable_roles_manager';
-END;
+    SELECT datatable_roles.server_session_open(sv.name, coalesce(p_dbname, sv.maintenance_db),
+        sv.manager_login, sv.manager_password)
+    FROM datatable_roles.require_server(p_server) AS sv
 $$;
 
 ALTER FUNCTION datatable_roles.manager_session(p_server text, p_dbname text) OWNER TO dtr_owner;
@@ -4084,6 +4070,21 @@ $$;
 
 ALTER FUNCTION datatable_roles.server_role_marker(p_role_id bigint) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM datatable_roles.session_close('datatable_roles_server');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
+        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
+        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
+    RETURN 'datatable_roles_server';
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.server_session_options() RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -4971,7 +4972,7 @@ DECLARE
     result text := datatable_roles.session_value(
         datatable_roles.manager_session(p_server, p_dbname), p_query);
 BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    PERFORM datatable_roles.session_close('datatable_roles_server');
     RETURN result;
 END;
 $$;
@@ -6959,6 +6960,8 @@ REVOKE ALL ON FUNCTION datatable_roles.scram_verifier(p_password text, p_iterati
 REVOKE ALL ON FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_login text, p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.server_role_marker(p_role_id bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.server_session_options() FROM PUBLIC;
 

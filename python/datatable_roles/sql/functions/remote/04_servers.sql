@@ -129,26 +129,37 @@ AS $$
         || ' -c default_transaction_read_only=off -c lock_timeout=0'
 $$;
 
--- Opens the manager's session on a server (not local), to p_dbname or the
--- server's maintenance database; returns its name. 08001 when unreachable.
-CREATE OR REPLACE FUNCTION datatable_roles.manager_session(
-    p_server text, p_dbname text DEFAULT null
+-- Opens the package's session on a server as p_login (the manager, or a
+-- data table's admin login), in p_dbname; returns its name. Its startup
+-- options override the login's own settings (server_session_options).
+-- 08001 when unreachable.
+CREATE OR REPLACE FUNCTION datatable_roles.server_session_open(
+    p_server text, p_dbname text, p_login text, p_password text
 )
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
-DECLARE
-    sv datatable_roles.server := datatable_roles.require_server(p_server);
 BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_manager');
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_manager',
-        datatable_roles.server_conninfo(p_server, coalesce(p_dbname, sv.maintenance_db),
-            sv.manager_login, sv.manager_password)
-        -- The manager's own settings must not shorten or redirect what runs.
+    PERFORM datatable_roles.session_close('datatable_roles_server');
+    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
+        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
         || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
-    RETURN 'datatable_roles_manager';
+    RETURN 'datatable_roles_server';
 END;
+$$;
+
+-- The manager's session on a server, in p_dbname or the server's
+-- maintenance database.
+CREATE OR REPLACE FUNCTION datatable_roles.manager_session(
+    p_server text, p_dbname text DEFAULT null
+)
+RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.server_session_open(sv.name, coalesce(p_dbname, sv.maintenance_db),
+        sv.manager_login, sv.manager_password)
+    FROM datatable_roles.require_server(p_server) AS sv
 $$;
 
 -- Runs p_statement on a server as its manager, in one transaction there
@@ -164,7 +175,7 @@ AS $$
 BEGIN
     PERFORM datatable_roles.session_exec(
         datatable_roles.manager_session(p_server, p_dbname), p_statement);
-    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    PERFORM datatable_roles.session_close('datatable_roles_server');
 END;
 $$;
 
@@ -180,7 +191,7 @@ DECLARE
     result text := datatable_roles.session_value(
         datatable_roles.manager_session(p_server, p_dbname), p_query);
 BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_manager');
+    PERFORM datatable_roles.session_close('datatable_roles_server');
     RETURN result;
 END;
 $$;
@@ -212,11 +223,9 @@ BEGIN
         PERFORM datatable_roles.exec_as_manager(p_server, p_statement, p_dbname);
         RETURN;
     END IF;
-    SELECT d.admin_login, d.admin_password INTO admin FROM datatable_roles.datatable AS d
-    WHERE d.server = p_server AND d.dbname = p_dbname AND d.governing_id IS NULL
-    ORDER BY d.id LIMIT 1;
-    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.admin_login,
-        admin.admin_password, p_statement);
+    SELECT a.* INTO admin FROM datatable_roles.remote_admin_of(p_server, p_dbname) AS a;
+    PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.login, admin.password,
+        p_statement);
 END;
 $$;
 
@@ -693,11 +702,8 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_server');
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
-        datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
-        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
-    PERFORM datatable_roles.session_exec('datatable_roles_server', p_statement);
+    PERFORM datatable_roles.session_exec(
+        datatable_roles.server_session_open(p_server, p_dbname, p_login, p_password), p_statement);
     PERFORM datatable_roles.session_close('datatable_roles_server');
 END;
 $$;
