@@ -22,7 +22,7 @@ from support import ACME, DT, WS, self_hosted_only
 
 ALL_CHECKS = ["owner", "bootstrap", "migrations", "functions_digest", "worker_grants",
               "datatable_link", "admin_password", "connect_grants", "pg_hba", "login_reach",
-              "policies"]
+              "policies", "servers"]
 
 
 @pytest.fixture

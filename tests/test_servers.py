@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from datatable_roles.doctor import run_doctor
 from datatable_roles.render import render_status
 from datatable_roles.scram import scram_sha256_verifier
 from support import MANAGER, ORDERS, Remote
@@ -415,3 +416,27 @@ def test_a_login_group_made_there_by_someone_else_is_not_joined(far, remote):
         assert c.execute("SELECT count(*) FROM pg_auth_members WHERE roleid = %s::regrole",
                          [w.group]).fetchone() == (0,)
     assert w.rows() == {}
+
+
+def test_the_doctor_checks_the_server_and_says_what_is_pending(far, remote):
+    w = far
+    resolve_far(w, "alice")
+
+    def servers_check() -> tuple[bool, str]:
+        (check,) = [c for c in run_doctor(w.meta.owner_conninfo).checks if c.name == "servers"]
+        assert check.subject == "b"
+        return check.ok, check.detail
+
+    ok, detail = servers_check()
+    assert ok and detail.startswith("server b (127.0.0.1:") and "nothing pending" in detail
+    remote.cluster.pause()
+    try:
+        w.call("SELECT set_datatable_role_enabled(%s, false)", [w.roles["emea"]])
+        ok, detail = servers_check()
+    finally:
+        remote.cluster.resume()
+    assert not ok and detail.startswith("the manager login dtr_manager cannot log in to server b")
+    ok, detail = servers_check()
+    assert not ok and detail.startswith("server b has 1 change(s) not applied (first: retirement")
+    w.sweep()
+    assert servers_check()[0]

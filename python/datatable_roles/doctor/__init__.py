@@ -45,6 +45,9 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
 - ``policies`` (per data table database): policies naming, as text, a role that does not
   exist (the tokenizer of :mod:`datatable_roles.policy_lint`), read through the link login;
   names of existing roles (rename hazards) are noted, not failed.
+- ``servers`` (per other server, docs/servers.md): its manager logs in, it has applied
+  every role change (none pending), and its data tables' admin logins log in. The checks
+  above look at this cluster's data tables only.
 
 Nothing here prints a password: the link login's and the admin logins' passwords stay in
 the database (the login attempts and the dblink sessions are built from the table rows in
@@ -57,7 +60,7 @@ when every check passed, 1 otherwise.
 One module per area: ``owner``; ``install`` (bootstrap, migrations, functions_digest);
 ``worker`` (worker_grants); ``datatables``
 (datatable_link, admin_password); ``connect`` (connect_grants); ``hba`` (pg_hba and
-:func:`hba_first_match`); ``reach`` (login_reach); ``policies``. ``report`` holds
+:func:`hba_first_match`); ``reach`` (login_reach); ``policies``; ``servers``. ``report`` holds
 :class:`Check` and :class:`DoctorReport`, ``context`` what every check reads, ``quoting``
 the names in fix texts; this module runs the checks in the order above (``_CHECKS``).
 """
@@ -78,6 +81,7 @@ from .owner import check_owner
 from .policies import check_policies
 from .quoting import _error_text
 from .reach import check_login_reach
+from .servers import check_servers
 from .report import Check, DoctorReport
 from .worker import check_worker_grants
 
@@ -146,4 +150,5 @@ _CHECKS: list[tuple[str, Callable[[_Context], list[Check]], str]] = [
     ("pg_hba", check_pg_hba, "status"),
     ("login_reach", check_login_reach, "status"),
     ("policies", check_policies, "status"),
+    ("servers", check_servers, "status"),
 ]

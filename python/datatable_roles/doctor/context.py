@@ -51,7 +51,17 @@ class _Context:
 
     @property
     def datatables(self) -> list[dict[str, Any]]:
-        """The data tables that are not references (they have a database)."""
+        """The data tables on this cluster that are not references (they have a database);
+        those on other servers are the ``servers`` check's (:attr:`far_datatables`)."""
+        return [d for d in self.all_datatables if d.get("server", "local") == "local"]
+
+    @property
+    def far_datatables(self) -> list[dict[str, Any]]:
+        """The data tables on other servers (docs/servers.md)."""
+        return [d for d in self.all_datatables if d.get("server", "local") != "local"]
+
+    @property
+    def all_datatables(self) -> list[dict[str, Any]]:
         return [d for d in (self.status or {}).get("datatables", []) if d.get("dbname")]
 
     @property
