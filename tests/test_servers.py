@@ -13,6 +13,7 @@ import secrets
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from datatable_roles.doctor import run_doctor
 from datatable_roles.render import render_status
@@ -50,7 +51,7 @@ def far(make_world, remote, uid):
             c.execute(sql.SQL("CREATE POLICY {} ON orders FOR SELECT TO {} USING (region = {})"
                               ).format(sql.Identifier(region), sql.Identifier(role),
                                        sql.Literal(region)))
-    w.far_db, w.far_admin = dbname, admin
+    w.far_db, w.far_admin, w.far_admin_password = dbname, admin, admin_pw
     (w.group,), = w.call("SELECT login_group FROM datatable_roles.settings")
     yield w
     remote.drop(dbname, uid, w.group)
@@ -440,3 +441,35 @@ def test_the_doctor_checks_the_server_and_says_what_is_pending(far, remote):
     assert not ok and detail.startswith("server b has 1 change(s) not applied (first: retirement")
     w.sweep()
     assert servers_check()[0]
+
+
+def test_the_grants_editor_plans_and_applies_there_as_the_admin_login(far, remote):
+    w = far
+    with psycopg.connect(remote.cluster.conninfo(w.far_admin, w.far_admin_password, w.far_db,
+                                                 tcp=True), autocommit=True) as c:
+        c.execute("CREATE TABLE targets (region text PRIMARY KEY, target int)")
+        c.execute("INSERT INTO targets VALUES ('emea', 5), ('us', 7)")
+    alice = resolve_far(w, "alice")
+
+    def targets(res) -> str:
+        try:
+            with psycopg.connect(remote.login_conninfo(*res[1:3], w.far_db)) as c:
+                return str(c.execute("SELECT count(*) FROM targets").fetchone()[0])
+        except psycopg.errors.InsufficientPrivilege:
+            return "denied"
+
+    assert targets(alice) == "denied"
+    target = Jsonb({"schema": "public", "table": "targets"})
+    change = Jsonb({"grant": ["SELECT"], "to": w.roles["emea"]})
+    (plan,), = w.call("SELECT plan_datatable_acl(%s, 'far', %s, %s)", [w.ws, target, change])
+    assert plan["statements"] == [f"GRANT SELECT ON TABLE public.targets TO {w.roles['emea']}"]
+    (done,), = w.call("SELECT apply_datatable_acl(%s, 'far', %s, %s, %s)",
+                      [w.ws, target, change, plan["statements"]])
+    assert done["applied"] == 1
+    assert targets(alice) == "2"
+    # The admin login there holds no role after the apply, and the audit row names it.
+    assert remote.role(w.far_admin)["member_of"] == []
+    assert w.call("SELECT count(*) FROM datatable_roles.acl_change WHERE datatable = 'far'") \
+        == [(1,)]
+    (shown,), = w.call("SELECT datatable_acl(%s, 'far', %s)", [w.ws, target])
+    assert any(g.get("role") == w.roles["emea"] for g in shown["grants"]), shown

@@ -78,6 +78,26 @@ CREATE TABLE datatable_roles.datatable (
 
 ALTER TABLE datatable_roles.datatable OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.acl_acting_for(p_entry datatable_roles.datatable, p_plan jsonb) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT coalesce(array_agg(DISTINCT r.name ORDER BY r.name), '{}')
+    FROM (
+        SELECT jsonb_array_elements_text(p_plan -> 'run_as') AS name
+        UNION ALL
+        SELECT p_plan -> 'change' ->> 'owner'
+        UNION ALL
+        SELECT c.name FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.catalog_role AS c ON c.id = m.role_id
+        WHERE m.datatable_id = p_entry.id
+    ) AS r
+    WHERE p_entry.server <> 'local' AND r.name IS NOT NULL
+        AND r.name NOT IN (p_entry.admin_login, 'pg_database_owner', 'admin')
+        AND jsonb_array_length(p_plan -> 'statements') > 0
+$$;
+
+ALTER FUNCTION datatable_roles.acl_acting_for(p_entry datatable_roles.datatable, p_plan jsonb) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.acl_change_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
@@ -270,7 +290,22 @@ DECLARE
     state text;
 BEGIN
     PERFORM datatable_roles.acl_disconnect();
-    IF p_as_link THEN
+    IF p_entry.server <> 'local' THEN
+        BEGIN
+            PERFORM datatable_roles.server_session_open(p_entry.server, p_entry.dbname,
+                p_entry.admin_login, p_entry.admin_password, 'datatable_roles_acl');
+        EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
+            GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            IF datatable_roles.wrong_password(why) AND NOT EXISTS (
+                SELECT FROM datatable_roles.server AS sv WHERE sv.name = p_entry.server
+                    AND datatable_roles.login_fails_on(sv.name, p_entry.dbname, sv.manager_login,
+                        sv.manager_password) IS NOT NULL
+            ) THEN
+                PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
+            END IF;
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
+        END;
+    ELSIF p_as_link THEN
         BEGIN
             PERFORM datatable_roles.link_session_open('datatable_roles_acl', p_entry.dbname);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
@@ -359,6 +394,21 @@ $$;
 
 ALTER FUNCTION datatable_roles.acl_empty_step() OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.acl_end_acting_for(p_entry datatable_roles.datatable, p_roles text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_roles <> '{}' THEN
+        PERFORM datatable_roles.run_or_queue(p_entry.server,
+            datatable_roles.membership_statement(p_roles, p_entry.admin_login, false),
+            format('end of the memberships of %s for the grants editor', p_entry.admin_login));
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.acl_end_acting_for(p_entry datatable_roles.datatable, p_roles text[]) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) RETURNS datatable_roles.datatable
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -368,12 +418,6 @@ DECLARE
 BEGIN
     IF entry.governing_id IS NOT NULL THEN
         SELECT g.* INTO entry FROM datatable_roles.datatable AS g WHERE g.id = entry.governing_id;
-    END IF;
-    IF entry.server <> 'local' THEN
-        RAISE EXCEPTION 'the grants editor does not reach data table %/% on server % yet',
-            entry.workspace, entry.name, entry.server
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = 'Grant in that database as its admin login (docs/servers.md).';
     END IF;
     RETURN entry;
 END;
@@ -1863,14 +1907,14 @@ BEGIN
         ORDER BY sr.server, d.dbname, d.id
     LOOP
         PERFORM datatable_roles.run_or_queue(target.server,
-            datatable_roles.membership_statement(p_name, target.admin_login, true),
+            datatable_roles.membership_statement(ARRAY[p_name], target.admin_login, true),
             format('membership of %s in role %s for its drop', target.admin_login, p_name));
         PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname,
             datatable_roles.move_statement(p_name, target.admin_login),
             format('objects and privileges of role %s in database %s', p_name, target.dbname),
             true);
         PERFORM datatable_roles.run_or_queue(target.server,
-            datatable_roles.membership_statement(p_name, target.admin_login, false),
+            datatable_roles.membership_statement(ARRAY[p_name], target.admin_login, false),
             format('end of membership of %s in role %s', target.admin_login, p_name));
     END LOOP;
     PERFORM datatable_roles.run_or_queue(sr.server, format(
@@ -2944,16 +2988,24 @@ $$;
 
 ALTER FUNCTION datatable_roles.member_keys(p_workspace text, p_username text, p_email text, p_incarnation text) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.membership_statement(p_victim text, p_admin text, p_grant boolean) RETURNS text
+CREATE FUNCTION datatable_roles.membership_statement(p_roles text[], p_admin text, p_grant boolean) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $_$
-    SELECT format(
-        'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN %s %I %s %I; END IF; END $dtr$',
-        p_victim, CASE WHEN p_grant THEN 'GRANT' ELSE 'REVOKE' END, p_victim,
-        CASE WHEN p_grant THEN 'TO' ELSE 'FROM' END, p_admin)
+    SELECT format($s$DO $dtr$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY %L::text[] LOOP
+        IF to_regrole(r) IS NOT NULL THEN
+            EXECUTE format(%L, r, %L);
+        END IF;
+    END LOOP;
+END
+$dtr$
+$s$, p_roles, CASE WHEN p_grant THEN 'GRANT %I TO %I' ELSE 'REVOKE %I FROM %I' END, p_admin)
 $_$;
 
-ALTER FUNCTION datatable_roles.membership_statement(p_victim text, p_admin text, p_grant boolean) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.membership_statement(p_roles text[], p_admin text, p_grant boolean) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.move_objects_of(p_login text) RETURNS text[]
     LANGUAGE plpgsql
@@ -4070,20 +4122,20 @@ $$;
 
 ALTER FUNCTION datatable_roles.server_role_marker(p_role_id bigint) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text) RETURNS text
+CREATE FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text DEFAULT 'datatable_roles_server'::text) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_server');
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
+    PERFORM datatable_roles.session_close(p_name);
+    PERFORM datatable_roles_dblink.dblink_connect(p_name,
         datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
         || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
-    RETURN 'datatable_roles_server';
+    RETURN p_name;
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.server_session_options() RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -4405,7 +4457,7 @@ BEGIN
     SELECT a.* INTO admin FROM datatable_roles.remote_admin_of(p_server, p_dbname) AS a;
     BEGIN
         PERFORM datatable_roles.exec_as_manager(p_server,
-            datatable_roles.membership_statement(p_login, admin.login, true));
+            datatable_roles.membership_statement(ARRAY[p_login], admin.login, true));
         PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.login, admin.password,
             datatable_roles.move_statement(p_login, admin.login));
         PERFORM datatable_roles.fault_point('sweep:after_move');
@@ -4423,7 +4475,7 @@ $s$, p_login, p_dbname));
         reason := format('%s (server %s): %s', p_dbname, p_server, SQLERRM);
         BEGIN
             PERFORM datatable_roles.exec_as_manager(p_server,
-                datatable_roles.membership_statement(p_login, admin.login, false));
+                datatable_roles.membership_statement(ARRAY[p_login], admin.login, false));
         EXCEPTION WHEN OTHERS THEN
             NULL;  -- unreachable too: the next sweep's grant and revoke come first
         END;
@@ -5090,6 +5142,7 @@ DECLARE
     audit_id bigint;
     conn text;
     run_as text [];
+    acting_for text [];
     n integer := 0;
 BEGIN
     PERFORM datatable_roles.require(apply_datatable_acl.statements, 'statements');
@@ -5125,6 +5178,14 @@ BEGIN
         plan -> 'warnings'
     )
     RETURNING id INTO audit_id;
+    -- On another server the admin login applies: the manager makes it a
+    -- member of the roles the statements run as (and of a new owner), for
+    -- this apply only (docs/servers.md).
+    acting_for := datatable_roles.acl_acting_for(entry, plan);
+    IF acting_for <> '{}' THEN
+        PERFORM datatable_roles.exec_as_manager(entry.server,
+            datatable_roles.membership_statement(acting_for, entry.admin_login, true));
+    END IF;
     conn := datatable_roles.acl_connect(entry, true);
     BEGIN
         PERFORM datatable_roles.session_exec(conn,
@@ -5144,9 +5205,11 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         -- Closing the session rolls back whatever ran there.
         PERFORM datatable_roles.acl_disconnect();
+        PERFORM datatable_roles.acl_end_acting_for(entry, acting_for);
         RAISE;
     END;
     PERFORM datatable_roles.acl_disconnect();
+    PERFORM datatable_roles.acl_end_acting_for(entry, acting_for);
     RETURN plan || jsonb_build_object('applied', n, 'audit_id', audit_id);
 END;
 $$;
@@ -6609,6 +6672,8 @@ ALTER TABLE ONLY datatable_roles.workspace_user
 
 GRANT CREATE ON SCHEMA public TO dtr_owner;
 
+REVOKE ALL ON FUNCTION datatable_roles.acl_acting_for(p_entry datatable_roles.datatable, p_plan jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.acl_change_warnings(p_entry datatable_roles.datatable, p_req datatable_roles.acl_request, p_step datatable_roles.acl_step) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_check_change(p_entry datatable_roles.datatable, p_kind text, p_change jsonb, OUT action text, OUT role_name text, OUT on_what text) FROM PUBLIC;
@@ -6628,6 +6693,8 @@ REVOKE ALL ON FUNCTION datatable_roles.acl_defaults_of(p_snapshot jsonb, p_creat
 REVOKE ALL ON FUNCTION datatable_roles.acl_disconnect() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_empty_step() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.acl_end_acting_for(p_entry datatable_roles.datatable, p_roles text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text) FROM PUBLIC;
 
@@ -6863,7 +6930,7 @@ REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username 
 
 REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text, p_email text, p_incarnation text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.membership_statement(p_victim text, p_admin text, p_grant boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.membership_statement(p_roles text[], p_admin text, p_grant boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.move_objects_of(p_login text) FROM PUBLIC;
 
@@ -6961,7 +7028,7 @@ REVOKE ALL ON FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname t
 
 REVOKE ALL ON FUNCTION datatable_roles.server_role_marker(p_role_id bigint) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.server_session_options() FROM PUBLIC;
 

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: 4c519b434b8974fab00c1897b3116ad54689b3339c8a6453522f5d903f57fc87
+-- functions: 2b9e9a9e763b6d3c55abf10134d94f06c18fb29e49588fa4cb3ae5170c806754
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the

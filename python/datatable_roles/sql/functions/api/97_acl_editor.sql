@@ -89,7 +89,8 @@ $$;
 -- apply_datatable_acl: plans the change again, refuses (55000, CONSTRAINT
 -- plan_changed) unless the plan's statements are exactly `statements`,
 -- records the change in datatable_roles.acl_change, then runs the statements
--- in one transaction of the data table's database, as the link login. The
+-- in one transaction of the data table's database, as the link login (on
+-- another server, as the admin login, docs/servers.md). The
 -- audit row is written first, the remote commit comes last: a failure
 -- anywhere before it leaves neither. Call it in autocommit: a caller that
 -- rolls back its own transaction afterwards loses the audit row of a change
@@ -109,6 +110,7 @@ DECLARE
     audit_id bigint;
     conn text;
     run_as text [];
+    acting_for text [];
     n integer := 0;
 BEGIN
     PERFORM datatable_roles.require(apply_datatable_acl.statements, 'statements');
@@ -144,6 +146,14 @@ BEGIN
         plan -> 'warnings'
     )
     RETURNING id INTO audit_id;
+    -- On another server the admin login applies: the manager makes it a
+    -- member of the roles the statements run as (and of a new owner), for
+    -- this apply only (docs/servers.md).
+    acting_for := datatable_roles.acl_acting_for(entry, plan);
+    IF acting_for <> '{}' THEN
+        PERFORM datatable_roles.exec_as_manager(entry.server,
+            datatable_roles.membership_statement(acting_for, entry.admin_login, true));
+    END IF;
     conn := datatable_roles.acl_connect(entry, true);
     BEGIN
         PERFORM datatable_roles.session_exec(conn,
@@ -163,9 +173,11 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         -- Closing the session rolls back whatever ran there.
         PERFORM datatable_roles.acl_disconnect();
+        PERFORM datatable_roles.acl_end_acting_for(entry, acting_for);
         RAISE;
     END;
     PERFORM datatable_roles.acl_disconnect();
+    PERFORM datatable_roles.acl_end_acting_for(entry, acting_for);
     RETURN plan || jsonb_build_object('applied', n, 'audit_id', audit_id);
 END;
 $$;

@@ -130,22 +130,23 @@ AS $$
 $$;
 
 -- Opens the package's session on a server as p_login (the manager, or a
--- data table's admin login), in p_dbname; returns its name. Its startup
+-- data table's admin login), in p_dbname, named p_name; returns the name. Its startup
 -- options override the login's own settings (server_session_options).
 -- 08001 when unreachable.
 CREATE OR REPLACE FUNCTION datatable_roles.server_session_open(
-    p_server text, p_dbname text, p_login text, p_password text
+    p_server text, p_dbname text, p_login text, p_password text,
+    p_name text DEFAULT 'datatable_roles_server'
 )
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_server');
-    PERFORM datatable_roles_dblink.dblink_connect('datatable_roles_server',
+    PERFORM datatable_roles.session_close(p_name);
+    PERFORM datatable_roles_dblink.dblink_connect(p_name,
         datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
         || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
-    RETURN 'datatable_roles_server';
+    RETURN p_name;
 END;
 $$;
 
@@ -561,19 +562,27 @@ $dtr$
 $s$, p_victim, p_heir, rtrim(datatable_roles.remote_script_body('quarantine'), E' \n;'))
 $$;
 
--- The manager's statements around a move: the admin login made a member of
--- the victim (nothing when the victim is gone), and that membership taken
--- back.
+-- The manager's statements around what the admin login runs for others
+-- there (a move, the grants editor's apply): the admin login made a member
+-- of each of p_roles that exists there, or those memberships taken back.
 CREATE OR REPLACE FUNCTION datatable_roles.membership_statement(
-    p_victim text, p_admin text, p_grant boolean
+    p_roles text[], p_admin text, p_grant boolean
 )
 RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT format(
-        'DO $dtr$ BEGIN IF to_regrole(%L) IS NOT NULL THEN %s %I %s %I; END IF; END $dtr$',
-        p_victim, CASE WHEN p_grant THEN 'GRANT' ELSE 'REVOKE' END, p_victim,
-        CASE WHEN p_grant THEN 'TO' ELSE 'FROM' END, p_admin)
+    SELECT format($s$DO $dtr$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY %L::text[] LOOP
+        IF to_regrole(r) IS NOT NULL THEN
+            EXECUTE format(%L, r, %L);
+        END IF;
+    END LOOP;
+END
+$dtr$
+$s$, p_roles, CASE WHEN p_grant THEN 'GRANT %I TO %I' ELSE 'REVOKE %I FROM %I' END, p_admin)
 $$;
 
 -- The admin login of the data table on p_dbname there, with its password.
@@ -605,7 +614,7 @@ BEGIN
     SELECT a.* INTO admin FROM datatable_roles.remote_admin_of(p_server, p_dbname) AS a;
     BEGIN
         PERFORM datatable_roles.exec_as_manager(p_server,
-            datatable_roles.membership_statement(p_login, admin.login, true));
+            datatable_roles.membership_statement(ARRAY[p_login], admin.login, true));
         PERFORM datatable_roles.exec_as_login_on(p_server, p_dbname, admin.login, admin.password,
             datatable_roles.move_statement(p_login, admin.login));
         PERFORM datatable_roles.fault_point('sweep:after_move');
@@ -623,7 +632,7 @@ $s$, p_login, p_dbname));
         reason := format('%s (server %s): %s', p_dbname, p_server, SQLERRM);
         BEGIN
             PERFORM datatable_roles.exec_as_manager(p_server,
-                datatable_roles.membership_statement(p_login, admin.login, false));
+                datatable_roles.membership_statement(ARRAY[p_login], admin.login, false));
         EXCEPTION WHEN OTHERS THEN
             NULL;  -- unreachable too: the next sweep's grant and revoke come first
         END;
@@ -674,14 +683,14 @@ BEGIN
         ORDER BY sr.server, d.dbname, d.id
     LOOP
         PERFORM datatable_roles.run_or_queue(target.server,
-            datatable_roles.membership_statement(p_name, target.admin_login, true),
+            datatable_roles.membership_statement(ARRAY[p_name], target.admin_login, true),
             format('membership of %s in role %s for its drop', target.admin_login, p_name));
         PERFORM datatable_roles.run_or_queue_in(target.server, target.dbname,
             datatable_roles.move_statement(p_name, target.admin_login),
             format('objects and privileges of role %s in database %s', p_name, target.dbname),
             true);
         PERFORM datatable_roles.run_or_queue(target.server,
-            datatable_roles.membership_statement(p_name, target.admin_login, false),
+            datatable_roles.membership_statement(ARRAY[p_name], target.admin_login, false),
             format('end of membership of %s in role %s', target.admin_login, p_name));
     END LOOP;
     PERFORM datatable_roles.run_or_queue(sr.server, format(

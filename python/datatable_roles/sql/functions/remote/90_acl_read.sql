@@ -15,9 +15,7 @@
 -- only as a literal, and written into a statement only through %I.
 
 -- The governing entry of workspace/datatable (a reference acts on the data
--- table it refers to), or P0002. One on another server is refused (0A000):
--- the editor reads and writes through this cluster's link login, which other
--- servers do not have (docs/servers.md).
+-- table it refers to), or P0002.
 CREATE OR REPLACE FUNCTION datatable_roles.acl_entry(p_workspace text, p_datatable text)
 RETURNS datatable_roles.datatable
 LANGUAGE plpgsql STABLE
@@ -28,12 +26,6 @@ DECLARE
 BEGIN
     IF entry.governing_id IS NOT NULL THEN
         SELECT g.* INTO entry FROM datatable_roles.datatable AS g WHERE g.id = entry.governing_id;
-    END IF;
-    IF entry.server <> 'local' THEN
-        RAISE EXCEPTION 'the grants editor does not reach data table %/% on server % yet',
-            entry.workspace, entry.name, entry.server
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = 'Grant in that database as its admin login (docs/servers.md).';
     END IF;
     RETURN entry;
 END;
@@ -324,8 +316,10 @@ $$;
 
 -- Opens the named dblink session 'datatable_roles_acl' to the entry's
 -- database: as the admin login (p_as_link false: reading) or as the link
--- login (applying). The connection string goes to dblink_connect as an
--- argument, never into statement text. A changed admin password is
+-- login (applying). On another server, which has no link login, as the
+-- admin login both times (docs/servers.md; apply_datatable_acl makes it a
+-- member of the roles it acts for, for the moment). The connection string
+-- goes to dblink_connect as an argument, never into statement text. A changed admin password is
 -- refused (55000, CONSTRAINT admin_password) as resolve refuses it. The
 -- session leaves any role a database setting gave it (SET ROLE NONE).
 CREATE OR REPLACE FUNCTION datatable_roles.acl_connect(
@@ -340,7 +334,22 @@ DECLARE
     state text;
 BEGIN
     PERFORM datatable_roles.acl_disconnect();
-    IF p_as_link THEN
+    IF p_entry.server <> 'local' THEN
+        BEGIN
+            PERFORM datatable_roles.server_session_open(p_entry.server, p_entry.dbname,
+                p_entry.admin_login, p_entry.admin_password, 'datatable_roles_acl');
+        EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
+            GET STACKED DIAGNOSTICS why = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+            IF datatable_roles.wrong_password(why) AND NOT EXISTS (
+                SELECT FROM datatable_roles.server AS sv WHERE sv.name = p_entry.server
+                    AND datatable_roles.login_fails_on(sv.name, p_entry.dbname, sv.manager_login,
+                        sv.manager_password) IS NOT NULL
+            ) THEN
+                PERFORM datatable_roles.refuse_admin_password(NULL, p_entry.admin_login);
+            END IF;
+            PERFORM datatable_roles.acl_unreachable(p_entry, 'admin login', p_entry.admin_login, why, state);
+        END;
+    ELSIF p_as_link THEN
         BEGIN
             PERFORM datatable_roles.link_session_open('datatable_roles_acl', p_entry.dbname);
         EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
@@ -364,6 +373,50 @@ BEGIN
         END;
     END IF;
     RETURN 'datatable_roles_acl';
+END;
+$$;
+
+-- On another server, the roles an apply's admin login must be a member of
+-- for the moment: those the statements run as, the new owner of an owner
+-- change, and the catalog roles mapped on the data table (an object's old
+-- owner); none on local (the link login holds them) or for an empty plan.
+CREATE OR REPLACE FUNCTION datatable_roles.acl_acting_for(
+    p_entry datatable_roles.datatable, p_plan jsonb
+)
+RETURNS text[]
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(array_agg(DISTINCT r.name ORDER BY r.name), '{}')
+    FROM (
+        SELECT jsonb_array_elements_text(p_plan -> 'run_as') AS name
+        UNION ALL
+        SELECT p_plan -> 'change' ->> 'owner'
+        UNION ALL
+        SELECT c.name FROM datatable_roles.datatable_role AS m
+        JOIN datatable_roles.catalog_role AS c ON c.id = m.role_id
+        WHERE m.datatable_id = p_entry.id
+    ) AS r
+    WHERE p_entry.server <> 'local' AND r.name IS NOT NULL
+        AND r.name NOT IN (p_entry.admin_login, 'pg_database_owner', 'admin')
+        AND jsonb_array_length(p_plan -> 'statements') > 0
+$$;
+
+-- Takes back the memberships acl_acting_for gave (also after a failure).
+-- A server gone meanwhile: queued, and its data tables refused until it
+-- is applied (run_or_queue).
+CREATE OR REPLACE FUNCTION datatable_roles.acl_end_acting_for(
+    p_entry datatable_roles.datatable, p_roles text[]
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+BEGIN
+    IF p_roles <> '{}' THEN
+        PERFORM datatable_roles.run_or_queue(p_entry.server,
+            datatable_roles.membership_statement(p_roles, p_entry.admin_login, false),
+            format('end of the memberships of %s for the grants editor', p_entry.admin_login));
+    END IF;
 END;
 $$;
 
