@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: 2b9e9a9e763b6d3c55abf10134d94f06c18fb29e49588fa4cb3ae5170c806754
+-- functions: 9135e3037daae46fa97c3ddbf518100cb51418df5b46e01a5620de5a7cd8a1d4
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the

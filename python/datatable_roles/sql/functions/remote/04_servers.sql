@@ -7,6 +7,8 @@
 -- order, by the sweep and by the next resolve; meanwhile resolves for that
 -- server's data tables refuse (55000, CONSTRAINT server_pending).
 
+-- ========== the registry, and the sessions there ===========================
+
 -- The server row, or P0002.
 CREATE OR REPLACE FUNCTION datatable_roles.require_server(p_name text)
 RETURNS datatable_roles.server
@@ -197,6 +199,8 @@ BEGIN
 END;
 $$;
 
+-- ========== changes a server has not applied yet ===========================
+
 -- Whether an error (its SQLSTATE) means the server could not be reached:
 -- connection exceptions (class 08). Anything else is the statement's.
 CREATE OR REPLACE FUNCTION datatable_roles.unreachable(p_sqlstate text)
@@ -339,6 +343,8 @@ BEGIN
 END;
 $$;
 
+-- ========== the statements run there =======================================
+
 -- The role statements run on other servers, each idempotent: it looks at
 -- the server's catalog first, so that running it again changes nothing.
 -- Names are catalog role names or wm_set_ logins (ASCII letters, digits,
@@ -377,6 +383,8 @@ END
 $dtr$
 $s$, p_old, p_new)
 $$;
+
+-- ========== catalog roles and logins there =================================
 
 -- The marker a role made on a server by this instance carries (its comment
 -- there), so that one made before a local rollback is known again; role 0
@@ -532,6 +540,8 @@ $s$, p_login, p_dbname, p_verifier,
     PERFORM datatable_roles.session_close(session_name);
 END;
 $$;
+
+-- ========== what is left behind: moves, renames, drops =====================
 
 -- What a victim (a set login or a catalog role made there) owns in a data
 -- table database on another server passes to its admin login, inert first,
@@ -700,6 +710,8 @@ BEGIN
     ORDER BY sr.server;
 END;
 $$;
+
+-- ========== data tables there: the admin login =============================
 
 -- Runs p_statement in p_dbname on a server as p_login, in a session of its
 -- own, closed after (a manager's or an admin login's).
