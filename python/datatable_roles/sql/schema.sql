@@ -2140,10 +2140,11 @@ CREATE FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text,
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
 BEGIN
-    PERFORM datatable_roles.session_exec(
-        datatable_roles.manager_session(p_server, p_dbname), p_statement);
-    PERFORM datatable_roles.session_close('datatable_roles_server');
+    PERFORM datatable_roles.exec_as_login_on(p_server, coalesce(p_dbname, sv.maintenance_db),
+        sv.manager_login, sv.manager_password, p_statement);
 END;
 $$;
 
@@ -3867,18 +3868,12 @@ BEGIN
         was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
         IF on_server <> 'local' THEN
-            -- Another server: retired there now, or queued, and until it is
-            -- applied no resolve serves that server (docs/servers.md).
+            -- Another server: retired there now (its sessions ended there too),
+            -- or queued, and until it is applied no resolve serves that server
+            -- (docs/servers.md).
             PERFORM datatable_roles.run_or_queue(on_server,
                 datatable_roles.retire_statement(retired), format('retirement of login %s', retired));
-            IF datatable_roles.previewing() THEN
-                PERFORM datatable_roles.preview_note(jsonb_build_object(
-                    'retires', retired, 'live', was_live));
-            END IF;
-            n := n + was_live::integer;
-            CONTINUE;
-        END IF;
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
+        ELSIF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
             PERFORM datatable_roles.disable_login(retired);
             was_live := true;
         END IF;
@@ -3886,7 +3881,9 @@ BEGIN
             PERFORM datatable_roles.preview_note(jsonb_build_object(
                 'retires', retired, 'live', was_live));
         END IF;
-        PERFORM datatable_roles.end_sessions_of(retired);
+        IF on_server = 'local' THEN
+            PERFORM datatable_roles.end_sessions_of(retired);
+        END IF;
         -- Until this transaction commits the login can still log in; whoever
         -- does so now is ended by the next sweep (end_stray_sessions).
         PERFORM datatable_roles.fault_point('retire:after_end_sessions');

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: 9135e3037daae46fa97c3ddbf518100cb51418df5b46e01a5620de5a7cd8a1d4
+-- functions: 8d918faa6ab42986b526e9570a7abb07779a2772381daa51fe9df761cc33f2b5
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the

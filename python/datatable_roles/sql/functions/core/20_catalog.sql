@@ -134,18 +134,12 @@ BEGIN
         was_live := FOUND;
         PERFORM datatable_roles.fault_point('retire:after_row');
         IF on_server <> 'local' THEN
-            -- Another server: retired there now, or queued, and until it is
-            -- applied no resolve serves that server (docs/servers.md).
+            -- Another server: retired there now (its sessions ended there too),
+            -- or queued, and until it is applied no resolve serves that server
+            -- (docs/servers.md).
             PERFORM datatable_roles.run_or_queue(on_server,
                 datatable_roles.retire_statement(retired), format('retirement of login %s', retired));
-            IF datatable_roles.previewing() THEN
-                PERFORM datatable_roles.preview_note(jsonb_build_object(
-                    'retires', retired, 'live', was_live));
-            END IF;
-            n := n + was_live::integer;
-            CONTINUE;
-        END IF;
-        IF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
+        ELSIF EXISTS (SELECT FROM pg_roles AS pr WHERE pr.rolname = retired AND pr.rolcanlogin) THEN
             PERFORM datatable_roles.disable_login(retired);
             was_live := true;
         END IF;
@@ -153,7 +147,9 @@ BEGIN
             PERFORM datatable_roles.preview_note(jsonb_build_object(
                 'retires', retired, 'live', was_live));
         END IF;
-        PERFORM datatable_roles.end_sessions_of(retired);
+        IF on_server = 'local' THEN
+            PERFORM datatable_roles.end_sessions_of(retired);
+        END IF;
         -- Until this transaction commits the login can still log in; whoever
         -- does so now is ended by the next sweep (end_stray_sessions).
         PERFORM datatable_roles.fault_point('retire:after_end_sessions');

@@ -175,10 +175,11 @@ RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
 BEGIN
-    PERFORM datatable_roles.session_exec(
-        datatable_roles.manager_session(p_server, p_dbname), p_statement);
-    PERFORM datatable_roles.session_close('datatable_roles_server');
+    PERFORM datatable_roles.exec_as_login_on(p_server, coalesce(p_dbname, sv.maintenance_db),
+        sv.manager_login, sv.manager_password, p_statement);
 END;
 $$;
 
