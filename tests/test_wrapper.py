@@ -289,6 +289,41 @@ def test_connect_sees_the_viewers_rows_and_reuses_the_pooled_connection(env):
     assert f"{alice.login}@{env.dbname}" in stats and len(stats) == 3
 
 
+def test_a_returned_connection_is_back_in_its_pool_when_the_block_ends(env):
+    """Jobs one after another reuse one connection: the block's end cleans the connection
+    and puts it back before returning, so the next checkout finds it (a pool reset run
+    later by a pool worker let the next checkout grow the pool instead)."""
+    env.owner.set_datatable_default_role(WS, DT, None)
+    job = env.job("alice")
+    pids = set()
+    for _ in range(20):
+        with env.worker.connect(job, DT) as conn:
+            conn.execute("SET statement_timeout = '7s'")
+            pids.add(conn.info.backend_pid)
+    assert len(pids) == 1
+    login = env.worker.resolve(job, DT).login
+    assert env.worker.pool_stats()[f"{login}@{env.dbname}"]["pool_size"] == 1
+
+
+def test_a_block_that_prepares_statements_gives_its_connection_up(env):
+    """The reset forgets server-side prepared statements; psycopg would still name them. So
+    pooled connections never auto-prepare, and one whose block turned preparing on is closed
+    instead of lent again (the pool replaces it)."""
+    env.owner.set_datatable_default_role(WS, DT, None)
+    job = env.job("alice")
+    with env.worker.connect(job, DT) as conn:
+        assert conn.prepare_threshold is None
+        pid = conn.info.backend_pid
+        conn.prepare_threshold = 0
+        assert conn.execute(ORDERS).fetchone() == ("1,4",)  # prepared on the server
+    for _ in range(3):
+        with env.worker.connect(job, DT) as conn:
+            assert conn.info.backend_pid != pid and conn.prepare_threshold is None
+            conn.prepare_threshold = 0
+            assert conn.execute(ORDERS).fetchone() == ("1,4",)
+            pid = conn.info.backend_pid
+
+
 def test_a_one_role_login_acts_as_its_role_through_the_startup_option(env):
     """R6: connect() passes options='-c role=<role>': current_user is the role (the login
     is the session user), what the session creates belongs to the role, and a pooled

@@ -561,6 +561,13 @@ class Client:
             with conn:  # a pooled connection is not closed here, only committed/rolled back
                 yield conn
         finally:
+            # Cleaned here, not by the pool's reset (run by a pool worker after putconn): so
+            # the connection is back in the pool when the block ends, and the next checkout
+            # gets it instead of growing the pool.
+            try:
+                _reset_session(conn)
+            except psycopg.Error:
+                conn.close()  # the pool replaces a closed connection
             pool.putconn(conn)  # into a pool replaced meanwhile: closed
 
     def pool_stats(self) -> dict[str, dict[str, int]]:
@@ -596,10 +603,10 @@ class Client:
             except psycopg.Error as e:
                 raise map_error(e, [res.password]) from None
             pool = ConnectionPool(
-                self._conninfo(res), kwargs={"password": res.password},
+                self._conninfo(res), kwargs={"password": res.password, "prepare_threshold": None},
                 min_size=self.pool_min_size, max_size=self.pool_max_size,
                 name=f"datatable-roles {res.login}@{res.dbname}", open=False,
-                check=ConnectionPool.check_connection, reset=_reset_session,
+                check=ConnectionPool.check_connection,
                 timeout=self.pool_timeout)
             try:
                 # Wait for the first connections: a wrong password shows here, and the
@@ -625,7 +632,13 @@ class Client:
 
 
 def _reset_session(conn: psycopg.Connection[Any]) -> None:
-    """Pool reset: forget SET ROLE, settings, prepared statements and temp tables."""
+    """Before a lent connection goes back: forget SET ROLE, settings, prepared statements
+    and temp tables (DISCARD ALL). Pooled connections never auto-prepare
+    (``prepare_threshold=None``): psycopg would not see every DISCARD ALL and would
+    execute a statement the server forgot. A block that turned preparing on gives its
+    connection up instead."""
+    if conn.prepare_threshold is not None:
+        raise psycopg.InterfaceError("prepared statements were turned on in a lent connection")
     autocommit = conn.autocommit
     conn.autocommit = True
     try:
