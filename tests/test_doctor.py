@@ -21,8 +21,8 @@ from datatable_roles.scram import scram_sha256_verifier
 from support import ACME, DT, WS, self_hosted_only
 
 ALL_CHECKS = ["owner", "bootstrap", "migrations", "functions_digest", "worker_grants",
-              "datatable_link", "admin_password", "connect_grants", "pg_hba", "login_reach",
-              "policies", "servers"]
+              "datatable_link", "admin_password", "servers", "connect_grants", "pg_hba",
+              "login_reach", "policies"]
 
 
 @pytest.fixture

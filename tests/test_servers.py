@@ -135,6 +135,75 @@ def test_resolving_an_existing_login_makes_no_remote_call(far, remote):
     assert rows_as(remote, again) == [1, 4]
 
 
+def manager_sessions(remote: Remote) -> set[int]:
+    """The backends of the package's manager sessions there."""
+    with remote.su() as c:
+        return {pid for (pid,) in c.execute(
+            "SELECT pid FROM pg_stat_activity WHERE usename = %s"
+            " AND application_name = 'datatable_roles'", [MANAGER])}
+
+
+def test_first_uses_in_one_backend_share_a_kept_manager_session(far, remote):
+    """A worker backend keeps its manager session there open for its next first uses (no
+    new connection each time); one found gone is opened again, once; the worker itself
+    cannot use it (dblink is the owner's alone)."""
+    w = far
+    before = manager_sessions(remote)
+    with w.connect_worker() as c:
+        def first_use(viewer: str) -> str:
+            return c.execute("SELECT login FROM resolve_datatable_role(%s, 'far')",
+                             [w.job(viewer)]).fetchone()[0]
+        first_use("alice")
+        kept = manager_sessions(remote) - before
+        assert len(kept) == 1
+        first_use("bob")
+        assert manager_sessions(remote) - before == kept
+        # It closes itself once idle for five minutes there.
+        with remote.su() as su:
+            su.execute("SELECT pg_terminate_backend(%s)", [kept.pop()])
+        w.set_tenants("far", w.roles["us"], ["u/bob", "u/alice"])
+        alice = c.execute("SELECT dbname, login, password, roles FROM"
+                          " resolve_datatable_role(%s, 'far')", [w.job("alice")]).fetchone()
+        assert sorted(alice[3]) == sorted([w.roles["emea"], w.roles["us"]])
+        assert rows_as(remote, alice) == [1, 2, 4, 5]
+        again = manager_sessions(remote) - before
+        assert len(again) == 1 and again.isdisjoint(kept)
+        for attempt in ("SELECT datatable_roles_dblink.dblink_get_connections()",
+                        "SELECT datatable_roles_dblink.dblink_exec("
+                        "'datatable_roles_manager b', 'ALTER ROLE x SUPERUSER')"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute(attempt)
+    with remote.su() as su:
+        assert su.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                          [list(again)]).fetchone() == (0,)  # gone with its backend
+
+
+def test_a_kept_manager_session_is_not_taken_for_another_registration(make_world, remote):
+    """The kept session is named by the server's row version: one opened for a
+    registration that was rolled back is not used for a later one of the same name."""
+    w = make_world(users={"publisher": []})
+    other = w.uid + "_m2"
+    with remote.su() as su:
+        su.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE PASSWORD {}").format(
+            sql.Identifier(other), sql.Literal(scram_sha256_verifier("pw-m2-12345"))))
+        su.execute(sql.SQL("GRANT pg_signal_backend TO {}").format(sql.Identifier(other)))
+    try:
+        with w.connect_owner() as c:
+            who = "SELECT datatable_roles.value_as_manager('b', 'SELECT current_user::text')"
+            with c.transaction(force_rollback=True):
+                remote.register(c.execute)
+                assert c.execute(who).fetchone() == (MANAGER,)
+            c.execute("SELECT register_datatable_server('b', '127.0.0.1', %s, %s,"
+                      " 'pw-m2-12345', 'disable')", [remote.cluster.port, other])
+            assert c.execute(who).fetchone() == (other,)
+            assert c.execute("SELECT datatable_roles.value_as_manager('b',"
+                             " 'SELECT current_setting(''idle_session_timeout'')')"
+                             ).fetchone() == ("5min",)
+    finally:
+        with remote.su() as su:
+            su.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(other)))
+
+
 def test_a_removal_while_the_server_is_down_is_pending_and_refuses(far, remote):
     w = far
     alice = resolve_far(w, "alice")
@@ -441,6 +510,58 @@ def test_the_doctor_checks_the_server_and_says_what_is_pending(far, remote):
     assert not ok and detail.startswith("server b has 1 change(s) not applied (first: retirement")
     w.sweep()
     assert servers_check()[0]
+
+
+def test_the_doctor_checks_connect_reach_and_policies_there(far, remote, uid):
+    """The doctor's connect_grants, login_reach and policies checks read the other server
+    too (as its manager, a live login of it, and the data table's admin login there), and
+    say what is wrong there, with fixes to run there."""
+    w = far
+    resolve_far(w, "alice")
+    gone = f"{uid}_gone"
+    w.su("postgres").execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(gone)))
+
+    def far_checks() -> dict[str, object]:
+        return {c.name: c for c in run_doctor(w.meta.owner_conninfo).checks
+                if c.subject in ("b", f"b/{w.far_db}")}
+
+    try:
+        with remote.su() as su:
+            for db in ("postgres", "template1"):  # open to PUBLIC, as a new cluster has them
+                su.execute(sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(
+                    sql.Identifier(db)))
+            su.execute(sql.SQL("GRANT CONNECT ON DATABASE postgres TO {}").format(
+                sql.Identifier(MANAGER)))
+        checks = far_checks()
+        assert {n: c.ok for n, c in checks.items()} == {
+            "servers": True, "connect_grants": True, "login_reach": True, "policies": True}
+        # Break each there.
+        with remote.su() as su:
+            su.execute("GRANT CONNECT ON DATABASE postgres TO PUBLIC")
+            su.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO PUBLIC, {}").format(
+                sql.Identifier(w.far_db), sql.Identifier(w.roles["emea"])))
+        with psycopg.connect(remote.cluster.conninfo(w.far_admin, w.far_admin_password,
+                                                     w.far_db, tcp=True),
+                             autocommit=True) as c:
+            c.execute(sql.SQL("CREATE POLICY ghostly ON orders FOR SELECT"
+                              " USING (pg_has_role(current_user, {}, 'member'))").format(
+                sql.Literal(gone)))  # a role of that name is here, not there
+        checks = far_checks()
+        grants, reach, policies = (checks[n] for n in ("connect_grants", "login_reach",
+                                                       "policies"))
+        assert not grants.ok and grants.detail.startswith(
+            f"on server b: PUBLIC has CONNECT on data table database(s) {w.far_db}")
+        assert f"catalog role(s) with CONNECT: {w.roles['emea']} on {w.far_db}" in grants.detail
+        assert f"REVOKE CONNECT ON DATABASE {w.far_db} FROM PUBLIC;" in grants.fix
+        assert not reach.ok and "logged in to postgres" in reach.detail
+        assert not policies.ok and f"names missing role {gone}" in policies.detail
+        assert f"In database {w.far_db} on server b" in policies.fix
+    finally:
+        with remote.su() as su:
+            for db in ("postgres", "template1"):
+                su.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO PUBLIC").format(
+                    sql.Identifier(db)))
+        w.su("postgres").execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(gone)))
 
 
 def test_the_grants_editor_plans_and_applies_there_as_the_admin_login(far, remote):

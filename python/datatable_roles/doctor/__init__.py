@@ -29,9 +29,14 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
   admin login of that database;
 - ``admin_password`` (per data table): ``status_report``'s ``admin_password_ok``, then a
   login attempt with the stored password from ``settings.link_host``;
+- ``servers`` (per other server, docs/servers.md): its manager logs in, it has applied
+  every role change (none pending), and its data tables' admin logins log in. For each
+  server that passes, the manager reads its catalog there once, for the next three checks'
+  parts about that server (subject: the server's name);
 - ``connect_grants``: no CONNECT for PUBLIC on data table databases, none for catalog
   roles anywhere, each live generated login CONNECT on its own database only and in the
   login group, and CONNECT on the metadata database for the link login (docs/trust.md);
+  on another server the same, read there (no login group check there);
 - ``pg_hba``: from ``pg_hba_file_rules`` when the connected role may read it (by default
   only superusers may: then the check is *skipped*, not failed, and its fix says which
   lines the file needs and how to let the doctor read it): the first matching line lets the
@@ -41,13 +46,12 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
   the socket (``local``) as over TCP (:func:`hba_first_match` picks the line);
 - ``login_reach``: tries it, whatever the file says: the server (dblink) logs in as a live
   generated login, with the password the package stores, to each of those databases over
-  its Unix socket and over TCP; any attempt that gets in fails the check;
+  its Unix socket and over TCP; any attempt that gets in fails the check. On another
+  server, a live login of that server tries each database there PUBLIC may connect to;
 - ``policies`` (per data table database): policies naming, as text, a role that does not
-  exist (the tokenizer of :mod:`datatable_roles.policy_lint`), read through the link login;
-  names of existing roles (rename hazards) are noted, not failed.
-- ``servers`` (per other server, docs/servers.md): its manager logs in, it has applied
-  every role change (none pending), and its data tables' admin logins log in. The checks
-  above look at this cluster's data tables only.
+  exist (the tokenizer of :mod:`datatable_roles.policy_lint`), read through the link login
+  (on another server: as the data table's admin login, against the roles there); names of
+  existing roles (rename hazards) are noted, not failed.
 
 Nothing here prints a password: the link login's and the admin logins' passwords stay in
 the database (the login attempts and the dblink sessions are built from the table rows in
@@ -59,8 +63,8 @@ when every check passed, 1 otherwise.
 
 One module per area: ``owner``; ``install`` (bootstrap, migrations, functions_digest);
 ``worker`` (worker_grants); ``datatables``
-(datatable_link, admin_password); ``connect`` (connect_grants); ``hba`` (pg_hba and
-:func:`hba_first_match`); ``reach`` (login_reach); ``policies``; ``servers``. ``report`` holds
+(datatable_link, admin_password); ``servers``; ``connect`` (connect_grants); ``hba`` (pg_hba and
+:func:`hba_first_match`); ``reach`` (login_reach); ``policies``. ``report`` holds
 :class:`Check` and :class:`DoctorReport`, ``context`` what every check reads, ``quoting``
 the names in fix texts; this module runs the checks in the order above (``_CHECKS``).
 """
@@ -146,9 +150,9 @@ _CHECKS: list[tuple[str, Callable[[_Context], list[Check]], str]] = [
     ("worker_grants", check_worker_grants, "owner"),
     ("datatable_link", check_datatable_link, "status"),
     ("admin_password", check_admin_password, "status"),
+    ("servers", check_servers, "status"),  # before the three that read ctx.far
     ("connect_grants", check_connect_grants, "status"),
     ("pg_hba", check_pg_hba, "status"),
     ("login_reach", check_login_reach, "status"),
     ("policies", check_policies, "status"),
-    ("servers", check_servers, "status"),
 ]

@@ -78,8 +78,45 @@ def check_connect_grants(ctx: _Context) -> list[Check]:
         fixes.append(f"As the package owner: GRANT CONNECT ON DATABASE {_ident(ctx.database)} "
                      f"TO {_ident(link)};")
     if problems:
-        return [Check("connect_grants", False, "; ".join(problems), "\n".join(fixes))]
-    return [Check("connect_grants", True,
-                  f"PUBLIC has no CONNECT on {len(dbs)} data table database(s); no catalog role "
-                  f"has CONNECT; {len(live)} live generated login(s) reach their own database "
-                  f"only, in login group {group}")]
+        checks = [Check("connect_grants", False, "; ".join(problems), "\n".join(fixes))]
+    else:
+        checks = [Check("connect_grants", True,
+                        f"PUBLIC has no CONNECT on {len(dbs)} data table database(s); no catalog "
+                        f"role has CONNECT; {len(live)} live generated login(s) reach their own "
+                        f"database only, in login group {group}")]
+    return checks + [_far_connect_grants(server, far) for server, far in ctx.far.items()]
+
+
+def _far_connect_grants(server: str, far: dict) -> Check:
+    """The same on another server, from what its manager read there (servers.FAR_CATALOG).
+    The fixes there run as the data table's admin login (it owns the database) or the
+    manager."""
+    problems, fixes = [], []
+    if far["open"]:
+        problems.append(f"PUBLIC has CONNECT on data table database(s) {_names(far['open'])}")
+        fixes += [f"On server {server}, as the database's admin login: REVOKE CONNECT ON "
+                  f"DATABASE {_ident(db)} FROM PUBLIC;" for db in far["open"]]
+    if far["role_grants"]:
+        problems.append("catalog role(s) with CONNECT: " + _names(
+            f"{r} on {d}" for r, d in far["role_grants"]))
+        fixes += [f"On server {server}, as the database's owner: REVOKE CONNECT ON DATABASE "
+                  f"{_ident(d)} FROM {_ident(r)};" for r, d in far["role_grants"]]
+    no_connect = [(login, db) for login, db, has, _ in far["logins"] if not has]
+    elsewhere = [(login, db) for login, _, _, others in far["logins"] for db in others]
+    if no_connect:
+        problems.append("generated login(s) without CONNECT on their database: " + _names(
+            f"{login} on {db}" for login, db in no_connect))
+        fixes += [f"On server {server}, as its manager: GRANT CONNECT ON DATABASE {_ident(db)} "
+                  f"TO {_ident(login)};" for login, db in no_connect]
+    if elsewhere:
+        problems.append("generated login(s) with CONNECT on another database: " + _names(
+            f"{login} on {db}" for login, db in elsewhere))
+        fixes += [f"On server {server}, as the database's owner: REVOKE CONNECT ON DATABASE "
+                  f"{_ident(db)} FROM {_ident(login)};" for login, db in elsewhere]
+    if problems:
+        return Check("connect_grants", False, f"on server {server}: " + "; ".join(problems),
+                     "\n".join(fixes), subject=server)
+    return Check("connect_grants", True,
+                 f"on server {server}: PUBLIC has no CONNECT on its data table database(s); no "
+                 f"catalog role has CONNECT; {len(far['logins'])} live generated login(s) "
+                 "reach their own database only", subject=server)

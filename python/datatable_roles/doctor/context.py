@@ -34,6 +34,9 @@ class _Context:
     status: dict[str, Any] | None = None
     status_error: str | None = None
     reachable: dict[str, bool] = field(default_factory=dict)   # dbname -> link logs in
+    # server -> what its manager read there (servers.read_far_catalog), for the servers
+    # that passed the servers check
+    far: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def is_owner(self) -> bool:

@@ -8,7 +8,7 @@ import psycopg
 from ..errors import redact
 from .context import _Context
 from .hba import _hba_lines, _other_databases
-from .quoting import _names
+from .quoting import _ident, _names
 from .report import Check
 
 
@@ -69,6 +69,49 @@ def _try_login(ctx: _Context, host: str, dbname: str, login: str) -> str | None:
 
 
 def check_login_reach(ctx: _Context) -> list[Check]:
+    return _local_login_reach(ctx) + [_far_login_reach(ctx, server, far["public_dbs"])
+                                      for server, far in ctx.far.items()]
+
+
+def _far_login_reach(ctx: _Context, server: str, public_dbs: list[str]) -> Check:
+    """On another server: a live login of that server (its stored password) tries each
+    database there PUBLIC may connect to, from the metadata database's cluster (dblink). On a
+    managed service, where pg_hba.conf is not the operator's, CONNECT is the only fence."""
+    login = ctx.value(
+        "SELECT s.login FROM datatable_roles.datatable_role_set AS s WHERE s.server = %s"
+        " AND s.password <> '' ORDER BY s.last_used_at DESC, s.login LIMIT 1", [server])
+    if login is None:
+        return Check("login_reach", True, f"on server {server}: not checked: no live generated "
+                     "login to try", subject=server, skipped=True)
+    reached = []
+    for dbname in public_dbs:
+        try:
+            refused = ctx.value(
+                "SELECT datatable_roles.login_fails_on(s.server, %s, s.login, s.password)"
+                " FROM datatable_roles.datatable_role_set AS s WHERE s.login = %s",
+                [dbname, login]) is not None
+        except psycopg.errors.ProhibitedSqlStatementAttempted:
+            refused = False  # in, without a password
+        if not refused:
+            reached.append(dbname)
+    if reached:
+        return Check(
+            "login_reach", False,
+            f"on server {server}, generated login {login} logged in to {_names(reached)}: "
+            "every job's code can",
+            "\n".join(f"On server {server}, as the database's owner (where no other role relies "
+                      f"on PUBLIC's CONNECT there; GRANT CONNECT to those that use it): REVOKE "
+                      f"CONNECT ON DATABASE {_ident(db)} FROM PUBLIC;" for db in reached)
+            + "\n(or, where its pg_hba.conf is yours, refuse the login group there: "
+            "docs/trust.md)", subject=server)
+    if not public_dbs:
+        return Check("login_reach", True, f"on server {server}: PUBLIC may open no database "
+                     "there but data table ones (nothing for a login to try)", subject=server)
+    return Check("login_reach", True, f"on server {server}: generated login {login} was "
+                 f"refused on {_names(public_dbs)}", subject=server)
+
+
+def _local_login_reach(ctx: _Context) -> list[Check]:
     """Tries it: a live generated login (its stored password) opens none of postgres,
     template1, the metadata database or a database PUBLIC may connect to, over the socket
     or TCP. Whatever pg_hba.conf or CONNECT grants say, this is what a job's code could do."""

@@ -2137,15 +2137,9 @@ $$;
 ALTER FUNCTION datatable_roles.exec_as_login_on(p_server text, p_dbname text, p_login text, p_password text, p_statement text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text, p_dbname text DEFAULT NULL::text) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    LANGUAGE sql
     AS $$
-DECLARE
-    sv datatable_roles.server := datatable_roles.require_server(p_server);
-BEGIN
-    PERFORM datatable_roles.exec_as_login_on(p_server, coalesce(p_dbname, sv.maintenance_db),
-        sv.manager_login, sv.manager_password, p_statement);
-END;
+    SELECT datatable_roles.on_manager_session(p_server, p_statement, p_dbname, false);
 $$;
 
 ALTER FUNCTION datatable_roles.exec_as_manager(p_server text, p_statement text, p_dbname text) OWNER TO dtr_owner;
@@ -2535,6 +2529,16 @@ $$;
 
 ALTER FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.kept_session_name(p_server text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT format('datatable_roles_manager %s %s', sv.name, sv.xmin)
+    FROM datatable_roles.server AS sv
+    WHERE sv.name = p_server
+$$;
+
+ALTER FUNCTION datatable_roles.kept_session_name(p_server text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.key_names_member(p_workspace text, p_key text, p_username text, p_email text, p_incarnation text) RETURNS SETOF boolean
     LANGUAGE sql STABLE ROWS 1
     AS $$
@@ -2850,12 +2854,11 @@ CREATE FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $_$
 DECLARE
-    session_name text := datatable_roles.manager_session(p_server);
     login_group text := datatable_roles.login_group();
     marker text := datatable_roles.server_role_marker(0);
     -- One look first, in the same session: the version, whether the group
     -- there is this instance's, whether the login is new.
-    probe text := datatable_roles.session_value(session_name, format(
+    probe text := datatable_roles.value_as_manager(p_server, format(
         'SELECT concat_ws('' '', current_setting(''server_version_num'')::integer >= 160000,'
         ' shobj_description(to_regrole(%L), ''pg_authid'') IS NOT DISTINCT FROM %L,'
         ' to_regrole(%L) IS NULL)', login_group, marker, p_login));
@@ -2863,7 +2866,7 @@ BEGIN
     IF probe IN ('t t t', 'f t t') THEN  -- (booleans print as t and f)
         -- First use, the common case: plain statements in one transaction
         -- there (a PL/pgSQL block costs its compilation in a new backend).
-        PERFORM datatable_roles.session_exec(session_name, format(
+        PERFORM datatable_roles.exec_as_manager(p_server, format(
             'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
             ' PASSWORD %L IN ROLE %s; GRANT %I TO %I%s; GRANT CONNECT ON DATABASE %I TO %I',
             p_login, p_verifier,
@@ -2871,11 +2874,10 @@ BEGIN
             login_group, p_login,
             CASE WHEN starts_with(probe, 't') THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END,
             p_dbname, p_login));
-        PERFORM datatable_roles.session_close(session_name);
         RETURN;
     END IF;
     -- Taken back, or the group to make (or refuse): the whole block.
-    PERFORM datatable_roles.session_exec(session_name, format($s$DO $dtr$
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
 DECLARE
     taken record;
     held text;
@@ -2932,21 +2934,10 @@ $dtr$
 $s$, p_login, p_dbname, p_verifier,
         (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names,
         login_group, marker));
-    PERFORM datatable_roles.session_close(session_name);
 END;
 $_$;
 
 ALTER FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text, p_dbname text, p_names text[], p_verifier text) OWNER TO dtr_owner;
-
-CREATE FUNCTION datatable_roles.manager_session(p_server text, p_dbname text DEFAULT NULL::text) RETURNS text
-    LANGUAGE sql
-    AS $$
-    SELECT datatable_roles.server_session_open(sv.name, coalesce(p_dbname, sv.maintenance_db),
-        sv.manager_login, sv.manager_password)
-    FROM datatable_roles.require_server(p_server) AS sv
-$$;
-
-ALTER FUNCTION datatable_roles.manager_session(p_server text, p_dbname text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) RETURNS boolean
     LANGUAGE sql IMMUTABLE
@@ -3148,6 +3139,48 @@ CREATE FUNCTION datatable_roles.note_folder_key(p_workspace text, p_folder text)
 $$;
 
 ALTER FUNCTION datatable_roles.note_folder_key(p_workspace text, p_folder text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.on_manager_session(p_server text, p_sql text, p_dbname text, p_value boolean) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    sv datatable_roles.server := datatable_roles.require_server(p_server);
+    kept boolean := p_dbname IS NULL OR p_dbname = sv.maintenance_db;
+    session_name text := CASE WHEN kept THEN datatable_roles.kept_session_name(p_server)
+        ELSE 'datatable_roles_server' END;
+    reused boolean := kept AND coalesce(
+        session_name = ANY(datatable_roles_dblink.dblink_get_connections()), false);
+    result text;
+BEGIN
+    LOOP
+        IF NOT reused THEN
+            PERFORM datatable_roles.server_session_open(p_server, coalesce(p_dbname, sv.maintenance_db),
+                sv.manager_login, sv.manager_password, session_name,
+                CASE WHEN kept THEN ' -c idle_session_timeout=300000' ELSE '' END);
+        END IF;
+        BEGIN
+            IF p_value THEN
+                result := datatable_roles.session_value(session_name, p_sql);
+            ELSE
+                PERFORM datatable_roles.session_exec(session_name, p_sql);
+            END IF;
+            EXIT;
+        EXCEPTION WHEN connection_exception THEN  -- (session_value/exec closed it)
+            IF NOT reused THEN
+                RAISE;
+            END IF;
+            reused := false;
+        END;
+    END LOOP;
+    IF NOT kept THEN
+        PERFORM datatable_roles.session_close(session_name);
+    END IF;
+    RETURN result;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.on_manager_session(p_server text, p_sql text, p_dbname text, p_value boolean) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) RETURNS text
     LANGUAGE sql STABLE
@@ -4096,7 +4129,8 @@ CREATE FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname text, p_
     AS $$
     SELECT CASE WHEN sv.host IS NULL
         THEN datatable_roles.conninfo_for(p_dbname, p_login, p_password)
-        ELSE format('host=%s port=%s dbname=%s user=%s password=%s sslmode=%s connect_timeout=10',
+        ELSE format('host=%s port=%s dbname=%s user=%s password=%s sslmode=%s connect_timeout=10'
+            ' application_name=datatable_roles',
             datatable_roles.conninfo_value(sv.host),
             datatable_roles.conninfo_value(sv.port::text),
             datatable_roles.conninfo_value(p_dbname),
@@ -4119,7 +4153,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.server_role_marker(p_role_id bigint) OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text DEFAULT 'datatable_roles_server'::text) RETURNS text
+CREATE FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text DEFAULT 'datatable_roles_server'::text, p_extra text DEFAULT ''::text) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
@@ -4127,12 +4161,13 @@ BEGIN
     PERFORM datatable_roles.session_close(p_name);
     PERFORM datatable_roles_dblink.dblink_connect(p_name,
         datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
-        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
+        || ' options=' || datatable_roles.conninfo_value(
+            datatable_roles.server_session_options() || p_extra));
     RETURN p_name;
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text, p_extra text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.server_session_options() RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -5014,16 +5049,9 @@ $$;
 ALTER FUNCTION datatable_roles.user_key_stale(p_workspace text, p_username text, p_incarnation text) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.value_as_manager(p_server text, p_query text, p_dbname text DEFAULT NULL::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    LANGUAGE sql
     AS $$
-DECLARE
-    result text := datatable_roles.session_value(
-        datatable_roles.manager_session(p_server, p_dbname), p_query);
-BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_server');
-    RETURN result;
-END;
+    SELECT datatable_roles.on_manager_session(p_server, p_query, p_dbname, true)
 $$;
 
 ALTER FUNCTION datatable_roles.value_as_manager(p_server text, p_query text, p_dbname text) OWNER TO dtr_owner;
@@ -6881,6 +6909,8 @@ REVOKE ALL ON FUNCTION datatable_roles.is_sweepable(p_last_used_at timestamp wit
 
 REVOKE ALL ON FUNCTION datatable_roles.job_viewer(p_workspace text, p_origin text, p_caller_email text, p_token_job_id uuid) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.kept_session_name(p_server text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.key_names_member(p_workspace text, p_key text, p_username text, p_email text, p_incarnation text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.link_holds(p_role text) FROM PUBLIC;
@@ -6919,8 +6949,6 @@ REVOKE ALL ON FUNCTION datatable_roles.make_login(p_login text, p_dbname text, p
 
 REVOKE ALL ON FUNCTION datatable_roles.make_login_on_server(p_server text, p_login text, p_dbname text, p_names text[], p_verifier text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.manager_session(p_server text, p_dbname text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION datatable_roles.may_use(p_ident_admin boolean, p_ident_keys text[], p_tenants text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.member_keys(p_workspace text, p_username text) FROM PUBLIC;
@@ -6942,6 +6970,8 @@ REVOKE ALL ON FUNCTION datatable_roles.new_password() FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.no_default() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.note_folder_key(p_workspace text, p_folder text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.on_manager_session(p_server text, p_sql text, p_dbname text, p_value boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.one_role_heir(p_login text, p_dbname text) FROM PUBLIC;
 
@@ -7025,7 +7055,7 @@ REVOKE ALL ON FUNCTION datatable_roles.server_conninfo(p_server text, p_dbname t
 
 REVOKE ALL ON FUNCTION datatable_roles.server_role_marker(p_role_id bigint) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.server_session_open(p_server text, p_dbname text, p_login text, p_password text, p_name text, p_extra text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.server_session_options() FROM PUBLIC;
 

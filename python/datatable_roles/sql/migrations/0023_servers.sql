@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: 8d918faa6ab42986b526e9570a7abb07779a2772381daa51fe9df761cc33f2b5
+-- functions: c8f69c0f46debe5f62d3624d5beabd854b9370da506e2c6f3599c68a8ae2ee62
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the

@@ -30,7 +30,8 @@ $$;
 
 -- The connection string of a session on a server (local: conninfo_for).
 -- Each value quoted as libpq does; the password goes to dblink_connect as an
--- argument, never into statement text.
+-- argument, never into statement text. The sessions there show as
+-- application datatable_roles in pg_stat_activity.
 CREATE OR REPLACE FUNCTION datatable_roles.server_conninfo(
     p_server text, p_dbname text, p_login text, p_password text
 )
@@ -39,7 +40,8 @@ LANGUAGE sql STABLE
 AS $$
     SELECT CASE WHEN sv.host IS NULL
         THEN datatable_roles.conninfo_for(p_dbname, p_login, p_password)
-        ELSE format('host=%s port=%s dbname=%s user=%s password=%s sslmode=%s connect_timeout=10',
+        ELSE format('host=%s port=%s dbname=%s user=%s password=%s sslmode=%s connect_timeout=10'
+            ' application_name=datatable_roles',
             datatable_roles.conninfo_value(sv.host),
             datatable_roles.conninfo_value(sv.port::text),
             datatable_roles.conninfo_value(p_dbname),
@@ -133,11 +135,11 @@ $$;
 
 -- Opens the package's session on a server as p_login (the manager, or a
 -- data table's admin login), in p_dbname, named p_name; returns the name. Its startup
--- options override the login's own settings (server_session_options).
--- 08001 when unreachable.
+-- options override the login's own settings (server_session_options); p_extra
+-- adds to them. 08001 when unreachable.
 CREATE OR REPLACE FUNCTION datatable_roles.server_session_open(
     p_server text, p_dbname text, p_login text, p_password text,
-    p_name text DEFAULT 'datatable_roles_server'
+    p_name text DEFAULT 'datatable_roles_server', p_extra text DEFAULT ''
 )
 RETURNS text
 LANGUAGE plpgsql
@@ -147,40 +149,87 @@ BEGIN
     PERFORM datatable_roles.session_close(p_name);
     PERFORM datatable_roles_dblink.dblink_connect(p_name,
         datatable_roles.server_conninfo(p_server, p_dbname, p_login, p_password)
-        || ' options=' || datatable_roles.conninfo_value(datatable_roles.server_session_options()));
+        || ' options=' || datatable_roles.conninfo_value(
+            datatable_roles.server_session_options() || p_extra));
     RETURN p_name;
 END;
 $$;
 
--- The manager's session on a server, in p_dbname or the server's
--- maintenance database.
-CREATE OR REPLACE FUNCTION datatable_roles.manager_session(
-    p_server text, p_dbname text DEFAULT null
-)
+-- The name of the manager's kept session on a server: the server's name and
+-- its row's version (xmin), so that a session opened in this backend for a
+-- registration that was rolled back is never taken for a later one of the
+-- same name.
+CREATE OR REPLACE FUNCTION datatable_roles.kept_session_name(p_server text)
 RETURNS text
-LANGUAGE sql
+LANGUAGE sql STABLE
 AS $$
-    SELECT datatable_roles.server_session_open(sv.name, coalesce(p_dbname, sv.maintenance_db),
-        sv.manager_login, sv.manager_password)
-    FROM datatable_roles.require_server(p_server) AS sv
+    SELECT format('datatable_roles_manager %s %s', sv.name, sv.xmin)
+    FROM datatable_roles.server AS sv
+    WHERE sv.name = p_server
 $$;
 
--- Runs p_statement on a server as its manager, in one transaction there
--- (several statements in one string are one implicit transaction), and
--- closes the session. Errors are raised as they are (08001 unreachable).
-CREATE OR REPLACE FUNCTION datatable_roles.exec_as_manager(
-    p_server text, p_statement text, p_dbname text DEFAULT null
+-- Runs p_sql on a server as its manager, in one transaction there (several
+-- statements in one string are one implicit transaction), and returns its
+-- one text value (p_value: a one-column query) or NULL. In the server's
+-- maintenance database the session stays open in this backend for its
+-- later uses, so that a first use there costs its statements, not a new
+-- connection and its SCRAM exchange; the server ends it once idle for five
+-- minutes (idle_session_timeout), and a kept session found gone (08) is
+-- opened again, once. In another database the session lasts one call.
+-- Only the owner's code reaches a kept session: dblink is the owner's alone
+-- (a worker's session, where a resolve left one, cannot name it).
+-- Errors are raised as they are (08001 unreachable).
+CREATE OR REPLACE FUNCTION datatable_roles.on_manager_session(
+    p_server text, p_sql text, p_dbname text, p_value boolean
 )
-RETURNS void
+RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
     sv datatable_roles.server := datatable_roles.require_server(p_server);
+    kept boolean := p_dbname IS NULL OR p_dbname = sv.maintenance_db;
+    session_name text := CASE WHEN kept THEN datatable_roles.kept_session_name(p_server)
+        ELSE 'datatable_roles_server' END;
+    reused boolean := kept AND coalesce(
+        session_name = ANY(datatable_roles_dblink.dblink_get_connections()), false);
+    result text;
 BEGIN
-    PERFORM datatable_roles.exec_as_login_on(p_server, coalesce(p_dbname, sv.maintenance_db),
-        sv.manager_login, sv.manager_password, p_statement);
+    LOOP
+        IF NOT reused THEN
+            PERFORM datatable_roles.server_session_open(p_server, coalesce(p_dbname, sv.maintenance_db),
+                sv.manager_login, sv.manager_password, session_name,
+                CASE WHEN kept THEN ' -c idle_session_timeout=300000' ELSE '' END);
+        END IF;
+        BEGIN
+            IF p_value THEN
+                result := datatable_roles.session_value(session_name, p_sql);
+            ELSE
+                PERFORM datatable_roles.session_exec(session_name, p_sql);
+            END IF;
+            EXIT;
+        EXCEPTION WHEN connection_exception THEN  -- (session_value/exec closed it)
+            IF NOT reused THEN
+                RAISE;
+            END IF;
+            reused := false;
+        END;
+    END LOOP;
+    IF NOT kept THEN
+        PERFORM datatable_roles.session_close(session_name);
+    END IF;
+    RETURN result;
 END;
+$$;
+
+-- Runs p_statement on a server as its manager (on_manager_session).
+CREATE OR REPLACE FUNCTION datatable_roles.exec_as_manager(
+    p_server text, p_statement text, p_dbname text DEFAULT null
+)
+RETURNS void
+LANGUAGE sql
+AS $$
+    SELECT datatable_roles.on_manager_session(p_server, p_statement, p_dbname, false);
 $$;
 
 -- The one text value p_query returns on a server, as its manager.
@@ -188,16 +237,9 @@ CREATE OR REPLACE FUNCTION datatable_roles.value_as_manager(
     p_server text, p_query text, p_dbname text DEFAULT null
 )
 RETURNS text
-LANGUAGE plpgsql
-SET search_path = pg_catalog, datatable_roles, pg_temp
+LANGUAGE sql
 AS $$
-DECLARE
-    result text := datatable_roles.session_value(
-        datatable_roles.manager_session(p_server, p_dbname), p_query);
-BEGIN
-    PERFORM datatable_roles.session_close('datatable_roles_server');
-    RETURN result;
-END;
+    SELECT datatable_roles.on_manager_session(p_server, p_query, p_dbname, true)
 $$;
 
 -- ========== changes a server has not applied yet ===========================
@@ -456,12 +498,11 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
 AS $$
 DECLARE
-    session_name text := datatable_roles.manager_session(p_server);
     login_group text := datatable_roles.login_group();
     marker text := datatable_roles.server_role_marker(0);
     -- One look first, in the same session: the version, whether the group
     -- there is this instance's, whether the login is new.
-    probe text := datatable_roles.session_value(session_name, format(
+    probe text := datatable_roles.value_as_manager(p_server, format(
         'SELECT concat_ws('' '', current_setting(''server_version_num'')::integer >= 160000,'
         ' shobj_description(to_regrole(%L), ''pg_authid'') IS NOT DISTINCT FROM %L,'
         ' to_regrole(%L) IS NULL)', login_group, marker, p_login));
@@ -469,7 +510,7 @@ BEGIN
     IF probe IN ('t t t', 'f t t') THEN  -- (booleans print as t and f)
         -- First use, the common case: plain statements in one transaction
         -- there (a PL/pgSQL block costs its compilation in a new backend).
-        PERFORM datatable_roles.session_exec(session_name, format(
+        PERFORM datatable_roles.exec_as_manager(p_server, format(
             'CREATE ROLE %I WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION'
             ' PASSWORD %L IN ROLE %s; GRANT %I TO %I%s; GRANT CONNECT ON DATABASE %I TO %I',
             p_login, p_verifier,
@@ -477,11 +518,10 @@ BEGIN
             login_group, p_login,
             CASE WHEN starts_with(probe, 't') THEN ' WITH INHERIT FALSE, SET FALSE' ELSE '' END,
             p_dbname, p_login));
-        PERFORM datatable_roles.session_close(session_name);
         RETURN;
     END IF;
     -- Taken back, or the group to make (or refuse): the whole block.
-    PERFORM datatable_roles.session_exec(session_name, format($s$DO $dtr$
+    PERFORM datatable_roles.exec_as_manager(p_server, format($s$DO $dtr$
 DECLARE
     taken record;
     held text;
@@ -538,7 +578,6 @@ $dtr$
 $s$, p_login, p_dbname, p_verifier,
         (SELECT string_agg(quote_ident(n), ', ') FROM unnest(p_names) AS n), p_names,
         login_group, marker));
-    PERFORM datatable_roles.session_close(session_name);
 END;
 $$;
 
