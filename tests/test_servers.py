@@ -204,6 +204,27 @@ def test_a_kept_manager_session_is_not_taken_for_another_registration(make_world
             su.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(other)))
 
 
+def test_usable_roles_and_a_preview_there_change_nothing(far, remote):
+    """usable_datatable_roles and preview_datatable_role_change work for a data table there:
+    the preview names the login the removal would retire there, and the change it would
+    send, and neither the login there nor the queue changes."""
+    w = far
+    alice = resolve_far(w, "alice")
+    emea = w.roles["emea"]
+    assert w.call("SELECT role, source, roles FROM usable_datatable_roles(%s, 'far', 'alice')",
+                  [w.ws]) == [(emea, "named", [emea]), (None, "default", None),
+                               (None, "default_as_viewer", [emea])]
+    (report,), = w.call("SELECT preview_datatable_role_change('remove', %s, %s, 'far')",
+                        [emea, w.ws])
+    assert report["logins"] == [{"login": alice[1], "dbname": w.far_db, "server": "b",
+                                 "roles": [emea], "live": True, "pids": []}]
+    assert report["server_changes"] == [{"server": "b",
+                                         "change": f"retirement of login {alice[1]}"}]
+    assert remote.role(alice[1])["login"] is True
+    assert w.call("SELECT count(*) FROM datatable_roles.server_change") == [(0,)]
+    assert rows_as(remote, alice) == [1, 4]
+
+
 def test_a_removal_while_the_server_is_down_is_pending_and_refuses(far, remote):
     w = far
     alice = resolve_far(w, "alice")

@@ -3268,7 +3268,7 @@ BEGIN
     -- The logins the change retires, in its order, each with its sessions.
     report := report || jsonb_build_object('logins', coalesce((
         SELECT jsonb_agg(jsonb_build_object(
-            'login', n.note ->> 'retires', 'dbname', s.dbname,
+            'login', n.note ->> 'retires', 'dbname', s.dbname, 'server', s.server,
             'roles', to_jsonb(ARRAY(
                 SELECT coalesce(r.name, '#' || u.role_id || ' (dropped)')
                 FROM unnest(s.role_ids) AS u (role_id)
@@ -3299,6 +3299,12 @@ BEGIN
                     ORDER BY h.datname)
                 FROM datatable_roles.databases_holding(p_target.name) AS h), '[]'));
     END IF;
+    -- What it would send to other servers (their sessions are not read: a
+    -- login there shows no pids).
+    report := report || jsonb_build_object('server_changes', coalesce((
+        SELECT jsonb_agg(n.note ORDER BY n.i)
+        FROM jsonb_array_elements(p_notes) WITH ORDINALITY AS n (note, i)
+        WHERE n.note ? 'server'), '[]'));
     RETURN report || jsonb_build_object('sessions', (
         SELECT jsonb_build_object('count', count(*),
             'pids', coalesce(jsonb_agg(p.pid ORDER BY p.pid::integer), '[]'))

@@ -1,5 +1,5 @@
 -- depends: 0022_named_folders_and_login_keepers
--- functions: c8f69c0f46debe5f62d3624d5beabd854b9370da506e2c6f3599c68a8ae2ee62
+-- functions: 6635b128202eaaf6e9914b2bb20b2b8a3aa1a8ec26a61e77b227775c324bade2
 -- Data tables on other PostgreSQL servers (issue 25, SPEC section 17), part 1.
 -- A server is registered with its connection parameters and a manager login
 -- there (NOSUPERUSER CREATEROLE); the metadata database's own cluster is the
