@@ -31,8 +31,8 @@ The checks, in order (``name``, and ``subject`` where there is one per data tabl
   login attempt with the stored password from ``settings.link_host``;
 - ``servers`` (per other server, docs/servers.md): its manager logs in, it has applied
   every role change (none pending), and its data tables' admin logins log in. For each
-  server that passes, the manager reads its catalog there once, for the next three checks'
-  parts about that server (subject: the server's name);
+  server that passes, the manager reads its catalog there once, for the parts of
+  connect_grants, login_reach and policies about that server (subject: the server's name);
 - ``connect_grants``: no CONNECT for PUBLIC on data table databases, none for catalog
   roles anywhere, each live generated login CONNECT on its own database only and in the
   login group, and CONNECT on the metadata database for the link login (docs/trust.md);

@@ -117,7 +117,7 @@ def _local_login_reach(ctx: _Context) -> list[Check]:
     or TCP. Whatever pg_hba.conf or CONNECT grants say, this is what a job's code could do."""
     login = ctx.value(
         "SELECT s.login FROM datatable_roles.datatable_role_set AS s WHERE s.password <> ''"
-        " AND EXISTS (SELECT FROM datatable_roles.live_set_login(s.login))"
+        " AND s.server = 'local' AND EXISTS (SELECT FROM datatable_roles.live_set_login(s.login))"
         " ORDER BY s.last_used_at DESC, s.login LIMIT 1")
     if login is None:
         return [Check("login_reach", True, "not checked: no live generated login to try "
