@@ -116,7 +116,8 @@ LANDED = [RELEASE_0_1_0,
           "8a5ca02476936a82339017f4a5d106ad3299a7a0",  # issue 23 fix: 0019
           "4040788492dc4e78b056213c0aa60848183b450d",  # issue 24 part 1: 0020
           "0e473c169ce4704e2b4a8c390b0185ef6fb4712d",  # issue 24 part 2: 0021
-          "e8af36fb86dc24003c8d2c524c822043d58ab93d"]  # issue 24 part 3: 0022
+          "e8af36fb86dc24003c8d2c524c822043d58ab93d",  # issue 24 part 3: 0022
+          "41fbba775625b32845d779df2aa40bc42ffebcc9"]  # issue 25 parts 1-2: 0023
 # Landed migrations changed since, each with why installs that ran the old text end up the
 # same (tests/test_upgrade.py shows it).
 CHANGED_SINCE_LANDED = {

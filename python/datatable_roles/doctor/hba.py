@@ -190,7 +190,7 @@ def check_pg_hba(ctx: _Context) -> list[Check]:
     group = ctx.settings.get("login_group") or ""
     generated = ctx.value(
         "SELECT s.login FROM datatable_roles.datatable_role_set AS s WHERE s.password <> ''"
-        " ORDER BY s.last_used_at DESC LIMIT 1") or "wm_set_" + "0" * 40
+        " AND s.server = 'local' ORDER BY s.last_used_at DESC LIMIT 1") or "wm_set_" + "0" * 40
     generated_roles = member_of(generated) | {group}
     problems: list[str] = []
     for rule in rules:
