@@ -247,6 +247,24 @@ def test_a_removal_while_the_server_is_down_is_pending_and_refuses(far, remote):
         rows_as(remote, alice)
 
 
+def test_disabling_a_role_retires_its_logins_there_and_enabling_it_takes_them_back(far, remote):
+    w = far
+    alice = resolve_far(w, "alice")
+    w.call("SELECT set_datatable_role_enabled(%s, false)", [w.roles["emea"]])
+    assert remote.role(alice[1])["login"] is False
+    with pytest.raises(psycopg.OperationalError):
+        rows_as(remote, alice)
+    w.call("SELECT set_datatable_role_enabled(%s, true)", [w.roles["emea"]])
+    again = resolve_far(w, "alice")
+    # The same login there (its name is its set's), taken back with a new password.
+    assert again[1] == alice[1] and again[2] != alice[2]
+    assert remote.role(again[1]) == {"login": True,
+                                     "member_of": sorted([w.roles["emea"], w.group])}
+    assert rows_as(remote, again) == [1, 4]
+    with pytest.raises(psycopg.OperationalError):
+        rows_as(remote, alice)
+
+
 def test_the_sweep_applies_pending_changes_and_reports_the_others(far, remote):
     w = far
     resolve_far(w, "alice")
