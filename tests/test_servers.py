@@ -381,6 +381,44 @@ def test_a_script_on_a_far_login_cannot_widen_or_keep_its_own_password(far, remo
         psycopg.connect(remote.login_conninfo(login, "the-scripts-own-1", dbname)).close()
 
 
+def test_settings_a_script_gives_its_login_there_are_gone_after_the_next_sweep(far, remote):
+    """Resolves make no remote call, so the sweep looks there: a login some script gave a
+    setting (in its database, everywhere, or in another database) is re-keyed and made
+    exact again; the others keep their passwords, and a server that is down is left for
+    the next sweep."""
+    w = far
+    alice, bob = resolve_far(w, "alice"), resolve_far(w, "bob")
+    dbname, login, password = alice[:3]
+    with psycopg.connect(remote.login_conninfo(login, password, dbname), autocommit=True) as c:
+        c.execute("ALTER ROLE CURRENT_USER SET search_path = nowhere")
+        c.execute(sql.SQL("ALTER ROLE CURRENT_USER IN DATABASE {} SET work_mem = '64kB'").format(
+            sql.Identifier(dbname)))
+        c.execute("ALTER ROLE CURRENT_USER IN DATABASE postgres SET statement_timeout = 1")
+
+    def settings(login: str) -> int:
+        with remote.su() as c:
+            return c.execute("SELECT count(*) FROM pg_db_role_setting WHERE setrole = %s::regrole",
+                             [login]).fetchone()[0]
+
+    assert settings(alice[1]) == 3
+    remote.cluster.pause()
+    try:
+        assert w.sweep()["healed"] == 0  # nothing here says so, and there is not reachable
+    finally:
+        remote.cluster.resume()
+    assert settings(alice[1]) == 3
+    assert w.sweep()["healed"] == 1
+    assert settings(alice[1]) == 0
+    with pytest.raises(psycopg.OperationalError):  # re-keyed: the old password is refused
+        rows_as(remote, alice)
+    again = resolve_far(w, "alice")
+    assert again[1] == alice[1] and rows_as(remote, again) == [1, 4]
+    assert remote.role(again[1]) == {"login": True,
+                                     "member_of": sorted([w.roles["emea"], w.group])}
+    assert resolve_far(w, "bob")[2] == bob[2] and rows_as(remote, bob) == [2, 5]
+    assert w.sweep()["healed"] == 0
+
+
 def test_a_rename_and_a_drop_while_the_server_is_down_are_applied_in_order(far, remote):
     w = far
     alice = resolve_far(w, "alice")

@@ -1354,6 +1354,21 @@ $$;
 
 ALTER FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) OWNER TO dtr_owner;
 
+CREATE FUNCTION datatable_roles.altered_logins_on_server(p_server text) RETURNS text[]
+    LANGUAGE sql
+    AS $$
+    SELECT ARRAY(SELECT json_array_elements_text(datatable_roles.value_as_manager(p_server, format(
+        'SELECT coalesce(json_agg(pr.rolname::text ORDER BY pr.rolname), ''[]'') FROM pg_roles AS pr'
+        ' JOIN pg_auth_members AS m ON m.member = pr.oid AND m.roleid = to_regrole(%L)'
+        ' WHERE NOT (pr.rolcanlogin AND pr.rolinherit) OR pr.rolsuper OR pr.rolcreatedb'
+        ' OR pr.rolcreaterole OR pr.rolreplication OR pr.rolbypassrls OR pr.rolconnlimit <> -1'
+        ' OR coalesce(pr.rolvaliduntil, ''infinity'') <> ''infinity'''
+        ' OR EXISTS (SELECT FROM pg_db_role_setting AS rs WHERE rs.setrole = pr.oid)',
+        datatable_roles.login_group()))::json))
+$$;
+
+ALTER FUNCTION datatable_roles.altered_logins_on_server(p_server text) OWNER TO dtr_owner;
+
 CREATE FUNCTION datatable_roles.apply_server_changes(p_server text) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
@@ -2377,6 +2392,50 @@ CREATE FUNCTION datatable_roles.has_identity_setting(p_login text) RETURNS boole
 $$;
 
 ALTER FUNCTION datatable_roles.has_identity_setting(p_login text) OWNER TO dtr_owner;
+
+CREATE FUNCTION datatable_roles.heal_altered_far_logins(p_skip jsonb) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
+    AS $$
+DECLARE
+    far text;
+    altered text [];
+    login text;
+    healed integer := 0;
+BEGIN
+    FOR far IN
+        SELECT DISTINCT s.server FROM datatable_roles.datatable_role_set AS s
+        WHERE s.server <> 'local' AND s.password <> '' AND NOT coalesce(p_skip ? s.server, false)
+        ORDER BY s.server
+    LOOP
+        BEGIN
+            altered := datatable_roles.altered_logins_on_server(far);
+        EXCEPTION WHEN OTHERS THEN
+            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                RAISE;
+            END IF;
+            CONTINUE;
+        END;
+        -- One block a login: a re-key committed there keeps its row here
+        -- when a later one meets the server gone.
+        FOREACH login IN ARRAY altered LOOP
+            BEGIN
+                IF datatable_roles.rotate_or_heal(login, true) = 'healed' THEN
+                    healed := healed + 1;
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                    RAISE;
+                END IF;
+                EXIT;
+            END;
+        END LOOP;
+    END LOOP;
+    RETURN healed;
+END;
+$$;
+
+ALTER FUNCTION datatable_roles.heal_altered_far_logins(p_skip jsonb) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.heal_set_login(p_login text) RETURNS text
     LANGUAGE plpgsql
@@ -4005,7 +4064,7 @@ $$;
 
 ALTER FUNCTION datatable_roles.rotate_link_login() OWNER TO dtr_owner;
 
-CREATE FUNCTION datatable_roles.rotate_or_heal(p_login text) RETURNS text
+CREATE FUNCTION datatable_roles.rotate_or_heal(p_login text, p_altered_there boolean DEFAULT false) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'datatable_roles', 'pg_temp'
     AS $$
@@ -4019,8 +4078,9 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    -- On another server only the age counts (its catalog is not read here).
-    IF row_now.server = 'local' AND (NOT EXISTS (
+    IF row_now.server <> 'local' AND p_altered_there THEN
+        outcome := 'healed';
+    ELSIF row_now.server = 'local' AND (NOT EXISTS (
         SELECT FROM datatable_roles.login_intact(row_now.login, row_now.dbname))
         OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname))) THEN
         outcome := 'healed';
@@ -4044,7 +4104,7 @@ BEGIN
 END;
 $$;
 
-ALTER FUNCTION datatable_roles.rotate_or_heal(p_login text) OWNER TO dtr_owner;
+ALTER FUNCTION datatable_roles.rotate_or_heal(p_login text, p_altered_there boolean) OWNER TO dtr_owner;
 
 CREATE FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text) RETURNS boolean
     LANGUAGE sql
@@ -4625,10 +4685,13 @@ BEGIN
     ELSIF phase = 'servers' THEN
         -- Changes other servers have not applied yet, server by server: one
         -- that cannot be reached stays pending and does not stop the others.
-        RETURN st || jsonb_build_object('phase', 'stray', 'servers_pending', coalesce((
+        RETURN st || jsonb_build_object('phase', 'far_logins', 'servers_pending', coalesce((
             SELECT jsonb_agg(c.server ORDER BY c.server)
             FROM (SELECT DISTINCT q.server FROM datatable_roles.server_change AS q) AS c
             WHERE datatable_roles.apply_server_changes(c.server) > 0), '[]'::jsonb));
+    ELSIF phase = 'far_logins' THEN
+        RETURN st || jsonb_build_object('phase', 'stray', 'healed', (st ->> 'healed')::integer
+            + datatable_roles.heal_altered_far_logins(st -> 'servers_pending'));
     ELSIF phase = 'stray' THEN
         PERFORM datatable_roles.end_stray_sessions();
         RETURN st || jsonb_build_object('phase', 'directory');
@@ -6805,6 +6868,8 @@ REVOKE ALL ON FUNCTION datatable_roles.admin_password_refusal(p_label text, p_ad
 
 REVOKE ALL ON FUNCTION datatable_roles.adopt_admin_password(p_dbname text, p_admin_login text, p_password text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION datatable_roles.altered_logins_on_server(p_server text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION datatable_roles.apply_server_changes(p_server text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.become_own_instance() FROM PUBLIC;
@@ -6902,6 +6967,8 @@ REVOKE ALL ON FUNCTION datatable_roles.grant_worker(p_worker text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION datatable_roles.guard_changes_roles() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.has_identity_setting(p_login text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION datatable_roles.heal_altered_far_logins(p_skip jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.heal_set_login(p_login text) FROM PUBLIC;
 
@@ -7049,7 +7116,7 @@ REVOKE ALL ON FUNCTION datatable_roles.roles_of(p_role_ids bigint[]) FROM PUBLIC
 
 REVOKE ALL ON FUNCTION datatable_roles.rotate_link_login() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION datatable_roles.rotate_or_heal(p_login text, p_altered_there boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION datatable_roles.run_or_queue(p_server text, p_statement text, p_what text) FROM PUBLIC;
 

@@ -642,8 +642,12 @@ $$;
 -- rotate_every, or that someone else changed (not intact, or settings in
 -- another database), gets a new password and is made exact again
 -- (make_login). Sessions are not ended. Returns 'rotated', 'healed' or
--- NULL (nothing to do, or no longer live).
-CREATE OR REPLACE FUNCTION datatable_roles.rotate_or_heal(p_login text)
+-- NULL (nothing to do, or no longer live). On another server its catalog
+-- is not read here: p_altered_there says the sweep found the login changed
+-- there (altered_logins_on_server).
+CREATE OR REPLACE FUNCTION datatable_roles.rotate_or_heal(
+    p_login text, p_altered_there boolean DEFAULT false
+)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, datatable_roles, pg_temp
@@ -658,8 +662,9 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    -- On another server only the age counts (its catalog is not read here).
-    IF row_now.server = 'local' AND (NOT EXISTS (
+    IF row_now.server <> 'local' AND p_altered_there THEN
+        outcome := 'healed';
+    ELSIF row_now.server = 'local' AND (NOT EXISTS (
         SELECT FROM datatable_roles.login_intact(row_now.login, row_now.dbname))
         OR EXISTS (SELECT FROM datatable_roles.login_settings_elsewhere(row_now.login, row_now.dbname))) THEN
         outcome := 'healed';

@@ -581,6 +581,25 @@ $s$, p_login, p_dbname, p_verifier,
 END;
 $$;
 
+-- The instance's logins on a server that someone changed there, by name:
+-- a setting (in any database: a script may give its own login one), or an
+-- attribute a made login does not have. What login_intact and
+-- login_settings_elsewhere find here, read there by the manager in one
+-- statement (the sweep's far_logins phase; resolves make no remote call).
+CREATE OR REPLACE FUNCTION datatable_roles.altered_logins_on_server(p_server text)
+RETURNS text[]
+LANGUAGE sql
+AS $$
+    SELECT ARRAY(SELECT json_array_elements_text(datatable_roles.value_as_manager(p_server, format(
+        'SELECT coalesce(json_agg(pr.rolname::text ORDER BY pr.rolname), ''[]'') FROM pg_roles AS pr'
+        ' JOIN pg_auth_members AS m ON m.member = pr.oid AND m.roleid = to_regrole(%L)'
+        ' WHERE NOT (pr.rolcanlogin AND pr.rolinherit) OR pr.rolsuper OR pr.rolcreatedb'
+        ' OR pr.rolcreaterole OR pr.rolreplication OR pr.rolbypassrls OR pr.rolconnlimit <> -1'
+        ' OR coalesce(pr.rolvaliduntil, ''infinity'') <> ''infinity'''
+        ' OR EXISTS (SELECT FROM pg_db_role_setting AS rs WHERE rs.setrole = pr.oid)',
+        datatable_roles.login_group()))::json))
+$$;
+
 -- ========== what is left behind: moves, renames, drops =====================
 
 -- What a victim (a set login or a catalog role made there) owns in a data

@@ -377,6 +377,55 @@ AS $$
     SELECT p_state ->> 'phase' <> 'done'
 $$;
 
+-- Live logins on other servers that someone changed there (a setting a
+-- script gave its own login, an attribute): made exact again with a new
+-- password, as the maintain phase does here. One look per server that has
+-- nothing pending (p_skip: the servers_pending list); a server that cannot
+-- be reached is left for the next sweep, and does not stop the others.
+-- Returns how many were healed.
+CREATE OR REPLACE FUNCTION datatable_roles.heal_altered_far_logins(p_skip jsonb)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, datatable_roles, pg_temp
+AS $$
+DECLARE
+    far text;
+    altered text [];
+    login text;
+    healed integer := 0;
+BEGIN
+    FOR far IN
+        SELECT DISTINCT s.server FROM datatable_roles.datatable_role_set AS s
+        WHERE s.server <> 'local' AND s.password <> '' AND NOT coalesce(p_skip ? s.server, false)
+        ORDER BY s.server
+    LOOP
+        BEGIN
+            altered := datatable_roles.altered_logins_on_server(far);
+        EXCEPTION WHEN OTHERS THEN
+            IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                RAISE;
+            END IF;
+            CONTINUE;
+        END;
+        -- One block a login: a re-key committed there keeps its row here
+        -- when a later one meets the server gone.
+        FOREACH login IN ARRAY altered LOOP
+            BEGIN
+                IF datatable_roles.rotate_or_heal(login, true) = 'healed' THEN
+                    healed := healed + 1;
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                IF NOT datatable_roles.unreachable(SQLSTATE) THEN
+                    RAISE;
+                END IF;
+                EXIT;
+            END;
+        END LOOP;
+    END LOOP;
+    RETURN healed;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION datatable_roles.sweep_step(p_state jsonb, p_victims text[])
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -433,10 +482,13 @@ BEGIN
     ELSIF phase = 'servers' THEN
         -- Changes other servers have not applied yet, server by server: one
         -- that cannot be reached stays pending and does not stop the others.
-        RETURN st || jsonb_build_object('phase', 'stray', 'servers_pending', coalesce((
+        RETURN st || jsonb_build_object('phase', 'far_logins', 'servers_pending', coalesce((
             SELECT jsonb_agg(c.server ORDER BY c.server)
             FROM (SELECT DISTINCT q.server FROM datatable_roles.server_change AS q) AS c
             WHERE datatable_roles.apply_server_changes(c.server) > 0), '[]'::jsonb));
+    ELSIF phase = 'far_logins' THEN
+        RETURN st || jsonb_build_object('phase', 'stray', 'healed', (st ->> 'healed')::integer
+            + datatable_roles.heal_altered_far_logins(st -> 'servers_pending'));
     ELSIF phase = 'stray' THEN
         PERFORM datatable_roles.end_stray_sessions();
         RETURN st || jsonb_build_object('phase', 'directory');
