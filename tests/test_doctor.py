@@ -9,6 +9,7 @@ import json
 import secrets
 import time
 import uuid
+from collections.abc import Sequence
 
 import pytest
 import psycopg
@@ -72,15 +73,16 @@ def _socket_refuses(w, login: str, password: str) -> bool:
 
 
 @contextlib.contextmanager
-def documented_hba(w, uid: str, socket_line: bool = True):
-    """docs/trust.md's lines, with the instance's names, before the cluster's own; restored
-    when the block ends. A probe login in the login group tells when each file is loaded
-    (a reload is asynchronous)."""
+def documented_hba(w, uid: str, socket_line: bool = True, first: Sequence[str] = ()):
+    """docs/trust.md's lines, with the instance's names, before the cluster's own (and the
+    lines ``first`` before them); restored when the block ends. A probe login in the login
+    group tells when each file is loaded (a reload is asynchronous)."""
     report = w.owner.status_report()
     group, link = report["login_group"], report["link_login"]
     c = w.cluster
     own = ",".join([c.owner, c.worker, link])
     lines = [
+        *first,
         f"local  all  {own}  scram-sha-256",
         f"host  all  {own}  127.0.0.1/32  scram-sha-256",
         f"host  {w.dbname}  {w.admin_login}  127.0.0.1/32  scram-sha-256",

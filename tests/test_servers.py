@@ -19,6 +19,7 @@ from datatable_roles.doctor import run_doctor
 from datatable_roles.render import render_status
 from datatable_roles.scram import scram_sha256_verifier
 from support import MANAGER, ORDERS, Remote
+from test_doctor import documented_hba
 
 def register_server(w, remote: Remote, name: str = "b", password: str | None = None):
     remote.register(w.call, name, password)
@@ -644,6 +645,31 @@ def test_the_doctor_checks_connect_reach_and_policies_there(far, remote, uid):
                 su.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO PUBLIC").format(
                     sql.Identifier(db)))
         w.su("postgres").execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(gone)))
+
+
+def test_the_pg_hba_check_judges_a_login_of_this_cluster(far, remote, uid):
+    """The pg_hba check weighs this cluster's rules against a generated login of this cluster
+    and its memberships here, even when the last login used is on another server (unknown
+    here: it would be judged as a member of the login group alone, and pass)."""
+    w = far
+    local = w.resolve(w.job("alice", "u/alice"), "main", w.roles["emea"])
+    resolve_far(w, "bob")  # used last, on server b
+    owner = w.cluster.owner
+    su = w.su(w.meta.name)  # privileges on a catalog view are the database's
+    su.execute(sql.SQL("GRANT SELECT ON pg_catalog.pg_hba_file_rules TO {};"
+                       " GRANT EXECUTE ON FUNCTION pg_catalog.pg_hba_file_rules() TO {}").format(
+        sql.Identifier(owner), sql.Identifier(owner)))
+    try:
+        # The operator keeps emea's logins out of the local data table's database.
+        with documented_hba(w, uid, first=[f"host  {w.dbname}  +{w.roles['emea']}  all  reject"]):
+            check = run_doctor(w.meta.owner_conninfo).check("pg_hba")
+    finally:
+        su.execute(sql.SQL("REVOKE SELECT ON pg_catalog.pg_hba_file_rules FROM {};"
+                           " REVOKE EXECUTE ON FUNCTION pg_catalog.pg_hba_file_rules() FROM {}"
+                           ).format(sql.Identifier(owner), sql.Identifier(owner)))
+    assert not check.ok and not check.skipped
+    assert f"a generated login {local.login} connecting to {w.dbname}" in check.detail
+    assert "(reject), not scram-sha-256" in check.detail
 
 
 def test_the_grants_editor_plans_and_applies_there_as_the_admin_login(far, remote):
